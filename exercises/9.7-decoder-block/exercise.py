@@ -1,0 +1,6 @@
+"""Kata 9.7: Causal mask, decoder block and the N-layer decoder (SCAFFOLD: being written)."""
+
+
+def _scaffold():
+    # YOUR CODE HERE
+    raise NotImplementedError()

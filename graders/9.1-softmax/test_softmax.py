@@ -1,0 +1,167 @@
+"""Graders of kata 9.1: softmax.
+
+Hidden from students: they see each check's title and message, never this file.
+"""
+
+import pytest
+import torch
+
+from kata.grading import ErrorPattern, Mistake, assert_close, fail
+from kata.grading.compare import assert_finite, describe
+from kata.grading.gradients import gradcheck
+from kata.grading.properties import given, st, tensors
+
+NO_MAX = Mistake("no-max-subtraction",
+                 "exp() overflowed: subtract the maximum along `dim` before exponentiating "
+                 "(softmax(x) == softmax(x - max(x)), and then every exponent is <= 0)")
+WRONG_DIM = Mistake("wrong-dim",
+                    "the values are a softmax over another dimension: reduce over the `dim` you were given, "
+                    "with keepdim=True")
+WRONG_SUM = Mistake("wrong-normaliser",
+                    "the exponentials are divided by the wrong sum: divide by their sum along `dim`, kept "
+                    "as a size-1 dimension (keepdim=True) so it broadcasts back over that slice")
+SUM_WITHOUT_KEEPDIM = Mistake(WRONG_SUM.id, WRONG_SUM.explanation + " (the sum lost its dimension: keepdim=True "
+                              "is missing, so it broadcast against the wrong axis)")
+MODIFIES_INPUT = Mistake("modifies-input",
+                         "the input tensor was changed in place (an in-place op such as x.sub_() or x -= m): "
+                         "compute a new tensor instead")
+
+ERROR_PATTERNS = [
+    ErrorPattern(SUM_WITHOUT_KEEPDIM, message=r"must match the size of tensor",
+                 code=r"\.sum\((?!.*keepdim\s*=\s*True)"),
+]
+
+CASES = [  # (shape, dim): every dim of every shape, negative dims too
+    ((7,), 0), ((7,), -1),
+    ((3, 5), 0), ((3, 5), 1), ((3, 5), -1), ((3, 5), -2),
+    ((4, 4), 0), ((4, 4), -1),
+    ((2, 3, 4), 0), ((2, 3, 4), 1), ((2, 3, 4), 2), ((2, 3, 4), -3),
+    ((2, 1, 3, 5), 1), ((2, 1, 3, 5), -1), ((2, 4, 3, 5), -2),
+    ((1, 1), -1),
+]
+
+
+def mistakes_for(x: torch.Tensor, dim: int) -> dict:
+    """What each classic mistake would output for this input."""
+    dim = dim % x.dim()
+    shifted = torch.exp(x - x.amax(dim=dim, keepdim=True))
+    found = {
+        NO_MAX: lambda: torch.exp(x) / torch.exp(x).sum(dim=dim, keepdim=True),
+        Mistake(WRONG_SUM.id, WRONG_SUM.explanation + " (yours divides by the sum of all elements)"):
+            lambda: shifted / shifted.sum(),
+        # keepdim forgotten: the sum broadcasts against the wrong axis (only possible for some shapes).
+        SUM_WITHOUT_KEEPDIM: lambda: shifted / shifted.sum(dim=dim),
+    }
+    for other in range(x.dim()):
+        if other != dim and x.shape[other] > 1:
+            found[Mistake(WRONG_DIM.id, f"{WRONG_DIM.explanation} (yours normalises over dim {other})")] = (
+                lambda other=other: torch.softmax(x, dim=other))
+    return found
+
+
+def test_matches_torch_softmax(student, device, dtype):
+    """Equal to torch.softmax for every shape and dim"""
+    for shape, dim in CASES:
+        x = torch.randn(shape, device=device, dtype=dtype) * 3
+        out = student.softmax(x, dim=dim)
+        assert_close(out, torch.softmax(x, dim=dim), what="torch.softmax",
+                     context=f"x of shape {tuple(shape)}, dim={dim}", mistakes=mistakes_for(x, dim))
+
+
+def test_default_dim_is_last(student, device, dtype):
+    """dim defaults to -1"""
+    x = torch.randn(3, 4, 5, device=device, dtype=dtype)
+    assert_close(student.softmax(x), torch.softmax(x, dim=-1), what="torch.softmax(x, dim=-1)",
+                 context="softmax(x) called without dim", mistakes=mistakes_for(x, -1))
+
+
+def test_large_logits_stay_finite(student, device, dtype):
+    """Logits of magnitude 1e4 give finite probabilities"""
+    x = torch.randn(4, 9, device=device, dtype=dtype) * 1e4
+    for dim in (-1, 0):
+        out = student.softmax(x, dim=dim)
+        context = f"logits of magnitude 1e4, shape (4, 9), dim={dim}"
+        assert_finite(out, context=context, mistakes=(NO_MAX,))
+        assert_close(out, torch.softmax(x, dim=dim), what="torch.softmax", context=context,
+                     mistakes=mistakes_for(x, dim))
+
+
+def test_all_equal_logits_are_uniform(student, device, dtype):
+    """Equal logits give a uniform distribution, even when huge"""
+    for value in (0.0, 1e4, -1e4):
+        x = torch.full((3, 6), value, device=device, dtype=dtype)
+        assert_close(student.softmax(x, dim=-1), torch.full_like(x, 1 / 6), what="1/6 everywhere",
+                     context=f"every logit equal to {value:g}", mistakes={NO_MAX: torch.full_like(x, torch.nan)})
+
+
+@given(x=tensors(scale=5.0), data=st.data())
+def test_shift_invariance(student, x, data):
+    """Shift invariance: softmax(x + c) == softmax(x)"""
+    dim = data.draw(st.integers(-x.dim(), x.dim() - 1), label="dim")
+    c = data.draw(st.floats(-50, 50), label="c")
+    assert_close(student.softmax(x + c, dim=dim), student.softmax(x, dim=dim), what="softmax(x)",
+                 name="softmax(x + c)", context=f"x {describe(x)}, dim={dim}, c={c:g}", rtol=1e-6, atol=1e-9)
+
+
+@given(x=tensors(scale=5.0), data=st.data())
+def test_is_a_distribution(student, x, data):
+    """Outputs are positive and sum to 1 along dim, for any shape"""
+    dim = data.draw(st.integers(-x.dim(), x.dim() - 1), label="dim")
+    out = student.softmax(x, dim=dim)
+    context = f"x {describe(x)}, dim={dim}"
+    if not isinstance(out, torch.Tensor) or out.shape != x.shape:
+        fail(f"output should have the input's shape {tuple(x.shape)}, got {describe(out)} for {context}")
+    if (out < 0).any():
+        fail(f"softmax produced negative values for {context}")
+    assert_close(out.sum(dim=dim), torch.ones_like(x.sum(dim=dim)), name="sum along dim", what="1",
+                 context=context, mistakes={WRONG_DIM: torch.softmax(x, dim=(dim + 1) % x.dim()).sum(dim=dim)}
+                 if x.dim() > 1 else None)
+
+
+def test_gradcheck(student):
+    """gradcheck passes in float64"""
+    for shape, dim in (((3, 4), -1), ((2, 3, 4), 1)):
+        x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
+        gradcheck(lambda t, dim=dim: student.softmax(t, dim=dim), (x,), context=f"x of shape {shape}, dim={dim}")
+
+
+def test_gradients_match_torch(student, device, dtype):
+    """Gradients equal torch.softmax's"""
+    x = torch.randn(3, 5, 4, device=device, dtype=dtype)
+    weights = torch.randn(3, 5, 4, device=device, dtype=dtype)
+    for dim in (-1, 1):
+        mine = x.clone().requires_grad_(True)
+        theirs = x.clone().requires_grad_(True)
+        (student.softmax(mine, dim=dim) * weights).sum().backward()
+        (torch.softmax(theirs, dim=dim) * weights).sum().backward()
+        if mine.grad is None:
+            fail(f"no gradient reached the input (dim={dim}): the output is detached from x")
+        assert_close(mine.grad, theirs.grad, name="gradient of x", what="torch.softmax's gradient",
+                     context=f"x {describe(x)}, dim={dim}")
+
+
+def test_input_not_modified(student, device):
+    """The input is left unchanged"""
+    x = torch.randn(4, 6, device=device) * 10
+    before = x.clone()
+    student.softmax(x, dim=-1)
+    assert_close(x, before, name="the input after the call", what="the input before it",
+                 mistakes={MODIFIES_INPUT: x})
+
+
+def test_keeps_dtype_and_device(student, device, dtype):
+    """The output keeps the input's dtype and device"""
+    x = torch.randn(2, 3, device=device, dtype=dtype)
+    out = student.softmax(x, dim=-1)
+    if not isinstance(out, torch.Tensor):
+        fail(f"softmax should return a tensor, got {type(out).__name__}")
+    if out.dtype != dtype or out.device.type != device:
+        fail(f"output is {out.dtype} on {out.device}, input was {dtype} on {device}")
+
+
+@pytest.mark.dtypes(cpu=(), cuda=(torch.float16, torch.bfloat16))
+def test_half_precision_forward(student, device, dtype):
+    """Half-precision forward matches torch.softmax"""
+    x = torch.randn(4, 16, 32, device=device, dtype=dtype) * 8
+    assert_close(student.softmax(x, dim=-1), torch.softmax(x, dim=-1), what="torch.softmax",
+                 context=f"x {describe(x)}", mistakes=mistakes_for(x, -1))

@@ -1,0 +1,17 @@
+"""transformer-katas: the package behind the `kata` command.
+
+Layers, from the bottom up:
+
+- `kata.course`    the course model: `course.toml` read and validated into plain data.
+- `kata.stubs`     stubs derived from solutions (nbgrader's `### BEGIN SOLUTION` markers).
+- `kata.earlier`   how a kata imports the pieces built in earlier katas.
+- `kata.grading`   what runs inside the grading child process: the pytest plugin and the helpers
+                   graders use (tensor-aware comparisons, diagnoses, forbidden built-ins).
+- `kata.runner`    the parent side of grading: a child process, structured results, named outcomes.
+- `kata.progress`  persistence of a student's progress.
+- `kata.workspace` a student's files: reset, restore, backups.
+- `kata.render`    presentation with rich.
+- `kata.cli`       click commands, kept thin.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,67 @@
+"""Pieces built in earlier katas: `from kata.earlier.layer_norm import LayerNorm`.
+
+`kata.earlier.<slug with underscores>` is the module of that kata. Which file it is depends on who
+runs the code:
+
+- you (running your exercise, your notebook, `kata train-demo`): your own
+  `exercises/<id>-<slug>/exercise.py`, because you are building your own Transformer;
+- the grader (`kata check`, `kata verify`, nbgrader): the reference `solutions/<id>-<slug>/solution.py`,
+  so that a mistake in kata 9.4 costs points in 9.4 only.
+
+The grader sets `KATA_EARLIER=reference`; anything else means your own files. While kata N is graded
+(`KATA_CURRENT=N`), only katas before N can be imported: a kata cannot import its own reference.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+from kata.course import CourseError, find_course_root, load_course
+
+MODE_VARIABLE = "KATA_EARLIER"
+CURRENT_VARIABLE = "KATA_CURRENT"
+REFERENCE = "reference"
+OWN = "own"
+
+
+def mode() -> str:
+    return REFERENCE if os.environ.get(MODE_VARIABLE) == REFERENCE else OWN
+
+
+def _course():
+    try:
+        return load_course(find_course_root())
+    except CourseError:
+        # Run from outside the course (an editor's "run file" button, say): use the course this
+        # package was installed from.
+        return load_course(Path(__file__).resolve().parents[2])
+
+
+class _EarlierFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        prefix = __name__ + "."
+        if not fullname.startswith(prefix) or "." in fullname[len(prefix):]:
+            return None
+        name = fullname[len(prefix):]
+        course = _course()
+        kata = next((k for k in course.katas if k.module_name == name), None)
+        if kata is None:
+            known = ", ".join(k.module_name for k in course.katas)
+            raise ImportError(f"no kata named {name!r} in {course.file} (known: {known})", name=fullname)
+        current = os.environ.get(CURRENT_VARIABLE)
+        if current:
+            graded = course.find(current)
+            if course.index(kata) >= course.index(graded):
+                raise ImportError(
+                    f"kata {graded.id} cannot import {fullname}: only the katas before it are given "
+                    f"(kata {kata.id} is not)", name=fullname)
+        file = kata.solution if mode() == REFERENCE else kata.exercise
+        return importlib.util.spec_from_file_location(fullname, file)
+
+
+if not any(isinstance(finder, _EarlierFinder) for finder in sys.meta_path):
+    sys.meta_path.insert(0, _EarlierFinder())

@@ -1,0 +1,176 @@
+"""A student's progress: one JSON file in the course root (or at `$KATA_PROGRESS`).
+
+Schema (version 1)::
+
+    {"schema": 1,
+     "katas": {"9.1": {"status": "passed", "attempts": 3, "first_passed": "2026-11-22T10:15:00+00:00",
+                       "last_checked": "...", "hints_used": 1, "solution_revealed": false,
+                       "passed_hash": "sha256 of the exercise file that passed", "skipped": false}}}
+
+`status` is one of "not-started", "failing", "passed", "skipped". Every change is a read-modify-write
+under a file lock, written to a temporary file and renamed over the old one, so two checks at once
+lose nothing and a crash mid-write leaves the previous file. A file that cannot be read or parsed is
+moved aside (`.corrupt-<time>`) with a warning and a fresh one is started: never a crash, never a
+silent loss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from datetime import UTC, datetime
+from pathlib import Path
+
+from filelock import FileLock
+
+SCHEMA_VERSION = 1
+FILE_NAME = ".kata-progress.json"
+ENV_VARIABLE = "KATA_PROGRESS"
+
+NOT_STARTED = "not-started"
+FAILING = "failing"
+PASSED = "passed"
+SKIPPED = "skipped"
+STATUSES = (NOT_STARTED, FAILING, PASSED, SKIPPED)
+
+
+class ProgressWarning(UserWarning):
+    """The progress file was unreadable and has been moved aside."""
+
+
+@dataclass
+class KataProgress:
+    status: str = NOT_STARTED
+    attempts: int = 0
+    first_passed: str | None = None
+    last_checked: str | None = None
+    hints_used: int = 0
+    solution_revealed: bool = False
+    passed_hash: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> KataProgress:
+        known = {f.name for f in fields(cls)}
+        entry = cls(**{k: v for k, v in data.items() if k in known})
+        if entry.status not in STATUSES:
+            raise ValueError(f"unknown status {entry.status!r}")
+        return entry
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def file_hash(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def progress_path(course_root: Path) -> Path:
+    env = os.environ.get(ENV_VARIABLE)
+    return Path(env).expanduser().resolve() if env else course_root / FILE_NAME
+
+
+class Progress:
+    """The progress file of one course. Read with `load()`; change with `with progress.edit() as katas:`."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = FileLock(str(path) + ".lock", timeout=30)
+
+    def load(self) -> dict[str, KataProgress]:
+        with self._lock:
+            return self._read()
+
+    def get(self, kata_id: str) -> KataProgress:
+        return self.load().get(kata_id, KataProgress())
+
+    @contextlib.contextmanager
+    def edit(self) -> Iterator[dict[str, KataProgress]]:
+        """Yield every kata's progress under the lock; written back atomically when the block ends."""
+        with self._lock:
+            katas = self._read()
+            yield katas
+            self._write(katas)
+
+    def _read(self) -> dict[str, KataProgress]:
+        try:
+            raw = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            self._move_aside(f"unreadable: {exc}")
+            return {}
+        try:
+            data = json.loads(raw)
+            if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
+                raise ValueError(f"schema {data.get('schema') if isinstance(data, dict) else None!r}, "
+                                 f"expected {SCHEMA_VERSION}")
+            return {kid: KataProgress.from_dict(entry) for kid, entry in data.get("katas", {}).items()}
+        except (ValueError, TypeError, AttributeError) as exc:
+            self._move_aside(f"not a valid progress file ({exc})")
+            return {}
+
+    def _move_aside(self, why: str) -> None:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
+        os.replace(self.path, aside)
+        warnings.warn(f"{self.path} was {why}; moved it to {aside.name} and started a new one",
+                      ProgressWarning, stacklevel=4)
+
+    def _write(self, katas: dict[str, KataProgress]) -> None:
+        data = {"schema": SCHEMA_VERSION, "katas": {kid: asdict(p) for kid, p in sorted(katas.items())}}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f, indent=2)
+                f.write("\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    # The events the commands record.
+
+    def record_check(self, kata_id: str, passed: bool, exercise: Path) -> KataProgress:
+        with self.edit() as katas:
+            entry = katas.setdefault(kata_id, KataProgress())
+            entry.attempts += 1
+            entry.last_checked = now()
+            # The status is the latest check's; first_passed and passed_hash keep the proof of a pass.
+            entry.status = PASSED if passed else FAILING
+            if passed:
+                entry.first_passed = entry.first_passed or entry.last_checked
+                entry.passed_hash = file_hash(exercise)
+            return entry
+
+    def record_hint(self, kata_id: str, tier: int) -> KataProgress:
+        with self.edit() as katas:
+            entry = katas.setdefault(kata_id, KataProgress())
+            entry.hints_used = max(entry.hints_used, tier)
+            return entry
+
+    def record_solution_revealed(self, kata_id: str) -> KataProgress:
+        with self.edit() as katas:
+            entry = katas.setdefault(kata_id, KataProgress())
+            entry.solution_revealed = True
+            return entry
+
+    def record_skip(self, kata_id: str) -> KataProgress:
+        with self.edit() as katas:
+            entry = katas.setdefault(kata_id, KataProgress())
+            if entry.status != PASSED:
+                entry.status = SKIPPED
+            return entry

@@ -1,0 +1,167 @@
+"""`kata verify`: proof that the course is sound, for course authors and CI.
+
+For each kata: the committed stub is the one derived from the solution; the reference solution passes
+every check under several seeds; the derived stub imports and fails every check as not implemented;
+every planted mistake (`graders/<kata>/mistakes/*.py`, at least three) fails and triggers the
+diagnosis it declares; every run stays inside the kata's time budget.
+
+A planted mistake holds only the definitions it changes and a header naming what it must trigger:
+
+    \"\"\"Planted mistake: no max subtraction.\"\"\"
+    # expect: no-max-subtraction
+
+It is graded as the solution with the mistake appended (later definitions win), so it never
+repeats the rest of the solution. `expect` names a diagnosis id or a kata outcome (`forbidden`,
+`timeout`, `crash`, ...).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kata.course import Course, Kata
+from kata.runner import NOT_IMPLEMENTED, PASSED, KataResult, run_kata
+from kata.stubs import StubError, count_regions, derive_stub
+
+SEEDS = (0, 1, 2)
+MIN_MISTAKES = 3
+MIN_HINTS = 3
+_EXPECT = re.compile(r"^#\s*expect:\s*(\S+)\s*$", re.MULTILINE)
+
+
+@dataclass
+class Run:
+    """One grading run made by verify and what it had to show."""
+
+    kind: str  # "reference", "stub" or "mistake"
+    name: str
+    expected: str
+    outcome: str
+    seconds: float
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class KataReport:
+    kata: str
+    title: str
+    problems: list[str] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    @property
+    def slowest(self) -> float:
+        return max((r.seconds for r in self.runs), default=0.0)
+
+    def to_dict(self) -> dict:
+        return {"kata": self.kata, "title": self.title, "ok": self.ok, "problems": self.problems,
+                "slowest_seconds": round(self.slowest, 3),
+                "runs": [vars(r) | {"seconds": round(r.seconds, 3)} for r in self.runs]}
+
+
+def mistake_expectation(source: str) -> str | None:
+    match = _EXPECT.search(source)
+    return match.group(1) if match else None
+
+
+def with_mistake(solution: str, mistake: str, name: str) -> str:
+    return f"{solution.rstrip()}\n\n\n# ---- planted mistake: {name} ----\n{mistake}"
+
+
+def _diagnoses(result: KataResult) -> list[str]:
+    return sorted({d["id"] for c in result.checks if not c.passed for d in c.diagnoses})
+
+
+def _judge_reference(result: KataResult, seed: int) -> Run:
+    failing = [c for c in result.checks if not c.passed]
+    detail = "; ".join(f"{c.title}: {c.status}: {c.message.splitlines()[0] if c.message else ''}"
+                       for c in failing[:3]) or result.message
+    if result.outcome != PASSED and result.log and not failing:
+        detail += "\n" + result.log[-1500:]
+    return Run("reference", f"solution (seed {seed})", PASSED, result.outcome, result.seconds,
+               result.outcome == PASSED, "" if result.outcome == PASSED else detail)
+
+
+def _judge_stub(result: KataResult) -> Run:
+    wrong = [c for c in result.checks if c.status != NOT_IMPLEMENTED]
+    ok = result.outcome == NOT_IMPLEMENTED and not wrong
+    detail = "" if ok else ("; ".join(f"{c.title}: {c.status}" for c in wrong[:3]) or result.message)
+    return Run("stub", "derived stub", NOT_IMPLEMENTED, result.outcome, result.seconds, ok, detail)
+
+
+def _judge_mistake(result: KataResult, name: str, expected: str) -> Run:
+    found = _diagnoses(result)
+    ok = result.outcome != PASSED and (expected == result.outcome or expected in found)
+    detail = "" if ok else (f"expected {expected!r}; outcome {result.outcome}, diagnoses {found or 'none'}"
+                            + (f": {result.message}" if result.outcome not in (PASSED,) else ""))
+    return Run("mistake", name, expected, result.outcome, result.seconds, ok, detail)
+
+
+def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, ...] = SEEDS) -> KataReport:
+    report = KataReport(kata.id, kata.title)
+    solution = kata.solution.read_text(encoding="utf-8")
+    try:
+        stub = derive_stub(solution, filename=str(kata.solution))
+    except StubError as exc:
+        report.problems.append(str(exc))
+        return report
+    if count_regions(solution) == 0:
+        report.problems.append(f"{kata.solution}: no ### BEGIN SOLUTION region: the stub would be the solution")
+    if kata.exercise.read_text(encoding="utf-8") != stub:
+        report.problems.append(f"{kata.exercise} is not the stub derived from {kata.solution.name} "
+                               "(`kata stubs --write` regenerates it)")
+    if len(kata.hints) < MIN_HINTS:
+        report.problems.append(f"course.toml: kata {kata.id}: {len(kata.hints)} hint tiers, want {MIN_HINTS}")
+    mistakes = kata.mistakes()
+    if len(mistakes) < MIN_MISTAKES:
+        report.problems.append(f"{kata.mistakes_dir}: {len(mistakes)} planted mistakes, want at least {MIN_MISTAKES}")
+
+    with tempfile.TemporaryDirectory(prefix=f"kata-verify-{kata.id}-") as tmp:
+        tasks: list[tuple[Path, Callable[[KataResult], Run], int]] = []
+        tasks += [(kata.solution, lambda r, s=seed: _judge_reference(r, s), seed) for seed in seeds]
+        stub_file = Path(tmp) / "exercise.py"
+        stub_file.write_text(stub, encoding="utf-8")
+        tasks.append((stub_file, _judge_stub, 0))
+        for path in mistakes:
+            source = path.read_text(encoding="utf-8")
+            expected = mistake_expectation(source)
+            if expected is None:
+                report.problems.append(f"{path}: no '# expect: <diagnosis or outcome>' line")
+                continue
+            combined = Path(tmp) / f"mistake_{path.stem}.py"
+            combined.write_text(with_mistake(solution, source, path.name), encoding="utf-8")
+            tasks.append((combined, lambda r, n=path.name, e=expected: _judge_mistake(r, n, e), 0))
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = [pool.submit(run_kata, course, kata, file, seed=seed, devices="all")
+                       for file, _, seed in tasks]
+            for (_, judge, _), future in zip(tasks, futures, strict=True):
+                report.runs.append(judge(future.result()))
+
+    for run in report.runs:
+        if not run.ok:
+            report.problems.append(f"{run.kind} {run.name}: {run.detail}")
+        elif run.seconds > kata.time_budget_s:
+            report.problems.append(f"{run.kind} {run.name}: took {run.seconds:.1f} s, over the "
+                                   f"{kata.time_budget_s:g} s budget")
+    return report
+
+
+def verify_course(course: Course, katas: list[Kata] | None = None, *, jobs: int = 2,
+                  on_report: Callable[[KataReport], None] | None = None) -> list[KataReport]:
+    reports = []
+    for kata in katas or course.katas:
+        report = verify_kata(course, kata, jobs=jobs)
+        reports.append(report)
+        if on_report:
+            on_report(report)
+    return reports

@@ -1,0 +1,7 @@
+"""Kata 9.3: Scaled dot-product attention and one attention head (SCAFFOLD: being written)."""
+
+
+def _scaffold():
+    ### BEGIN SOLUTION
+    pass
+    ### END SOLUTION

@@ -1,0 +1,7 @@
+"""Kata 9.8: Sinusoidal positional encoding and scaled embeddings (SCAFFOLD: being written)."""
+
+
+def _scaffold():
+    ### BEGIN SOLUTION
+    pass
+    ### END SOLUTION

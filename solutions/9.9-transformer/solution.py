@@ -1,0 +1,7 @@
+"""Kata 9.9: The full encoder-decoder Transformer (SCAFFOLD: being written)."""
+
+
+def _scaffold():
+    ### BEGIN SOLUTION
+    pass
+    ### END SOLUTION
