@@ -174,3 +174,13 @@ class Progress:
             if entry.status != PASSED:
                 entry.status = SKIPPED
             return entry
+
+
+def next_kata(katas, states: dict[str, KataProgress]):
+    """The first kata in course order that is neither passed nor skipped (None when all are done)."""
+    return next((k for k in katas if states.get(k.id, KataProgress()).status not in (PASSED, SKIPPED)), None)
+
+
+def unmet(kata_list, states: dict[str, KataProgress]) -> list:
+    """The katas in `kata_list` not passed yet."""
+    return [k for k in kata_list if states.get(k.id, KataProgress()).status != PASSED]

@@ -17,6 +17,7 @@ import importlib.util
 import linecache
 import os
 import platform
+import re
 import sys
 import time
 import zlib
@@ -292,8 +293,12 @@ def _exception_text(exc: BaseException, *, with_type: bool = True) -> str:
     text = str(exc)
     if with_type:
         text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    notes = [n for n in getattr(exc, "__notes__", ()) if isinstance(n, str)]
+    # Hypothesis notes the failing example; the fixtures in it (the modules) say nothing useful.
+    notes = [_FIXTURE_ARGUMENT.sub("", n) for n in getattr(exc, "__notes__", ()) if isinstance(n, str)]
     return "\n".join([text, *notes]).strip()
+
+
+_FIXTURE_ARGUMENT = re.compile(r"^\s*(student|reference|kata)=<[^\n]*>,\n", re.MULTILINE)
 
 
 def _student_frames(tb) -> list[dict]:

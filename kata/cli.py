@@ -1,0 +1,403 @@
+"""The `kata` command. Each command parses its options, calls the layer that does the work, and hands
+the result to `kata.render` (or prints JSON). Exit codes: see `kata.runner.EXIT_*` and the README."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import click
+
+from kata import __version__, runner, workspace
+from kata import progress as prog
+from kata.course import Course, CourseError, Kata, load_course
+from kata.stubs import derive_stub, strip_markers
+
+JSON_SCHEMA_VERSION = 1
+
+
+class UsageError(click.ClickException):
+    """A usage or course error: exit code 2."""
+
+    exit_code = runner.EXIT_USAGE
+
+
+def _console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False)
+
+
+def _course() -> Course:
+    try:
+        return load_course()
+    except CourseError as exc:
+        raise UsageError("course.toml is not valid:\n  " + "\n  ".join(exc.problems)) from None
+
+
+def _kata(course: Course, key: str | None, states: dict | None = None) -> Kata:
+    if key is None:
+        found = prog.next_kata(course.katas, states if states is not None else _progress(course).load())
+        if found is None:
+            raise UsageError("every kata is passed or skipped: name one, e.g. `kata check 9.1`")
+        return found
+    try:
+        return course.find(key)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+
+
+def _progress(course: Course) -> prog.Progress:
+    return prog.Progress(prog.progress_path(course.root))
+
+
+def _emit(kind: str, payload: dict) -> None:
+    click.echo(json.dumps({"schema": f"kata.{kind}/{JSON_SCHEMA_VERSION}", **payload}, indent=2, default=str))
+
+
+def _kata_dict(kata: Kata, state: prog.KataProgress | None = None) -> dict:
+    data = {"id": kata.id, "slug": kata.slug, "title": kata.title, "points": kata.points,
+            "requires": list(kata.requires), "exercise": str(kata.exercise), "hint_tiers": len(kata.hints),
+            "time_budget_s": kata.time_budget_s}
+    if state is not None:
+        data["progress"] = vars(state)
+    return data
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    _console(stderr=True).print(f"[yellow]warning:[/] {message}")
+
+
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print a JSON report instead (schema in the README).")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kata")
+def main() -> None:
+    """Build the Transformer of "Attention Is All You Need" from scratch, one graded kata at a time.
+
+    Start with `kata next`; then edit the file it names and run `kata check`.
+    """
+    warnings.showwarning = _show_warning
+
+
+@main.command("list")
+@json_option
+def list_katas(as_json: bool) -> None:
+    """Every kata in course order, with your status."""
+    course = _course()
+    states = _progress(course).load()
+    nxt = prog.next_kata(course.katas, states)
+    if as_json:
+        _emit("list", {"katas": [_kata_dict(k, states.get(k.id, prog.KataProgress())) for k in course.katas],
+                       "next": nxt.id if nxt else None})
+        return
+    from kata import render
+
+    render.kata_list(_console(), course, states, nxt.id if nxt else None)
+
+
+@main.command()
+@click.argument("kata_id")
+@json_option
+def show(kata_id: str, as_json: bool) -> None:
+    """The kata's README: the concept, the math, your task."""
+    course = _course()
+    kata = _kata(course, kata_id)
+    state = _progress(course).get(kata.id)
+    if as_json:
+        _emit("show", {"kata": _kata_dict(kata, state), "readme": kata.readme.read_text(encoding="utf-8")})
+        return
+    from kata import render
+
+    render.show(_console(), kata, state, [course.find(k) for k in kata.requires])
+
+
+@main.command()
+@click.argument("kata_id", required=False)
+@click.option("--device", type=click.Choice(["cpu", "cuda", "all"]), default="all", show_default=True,
+              help="Where to run the checks: all means the CPU, plus CUDA when torch sees a GPU.")
+@click.option("--file", "file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Grade this file instead of the kata's exercise.py.")
+@click.option("--debug", is_flag=True, help="Also print the grader's own log (for course authors).")
+@json_option
+def check(kata_id: str | None, device: str, file: Path | None, debug: bool, as_json: bool) -> None:
+    """Grade your exercise (the next kata when no ID is given).
+
+    Exit code: 0 passed, 1 failed, 2 usage or course error, 3 timeout, 4 crash, 5 internal error.
+    """
+    course = _course()
+    progress = _progress(course)
+    states = progress.load()
+    kata = _kata(course, kata_id, states)
+    if not as_json:
+        # rich loads while the graders run: the report appears as soon as they finish.
+        threading.Thread(target=__import__, args=("kata.render",), daemon=True).start()
+    try:
+        result = runner.run_kata(course, kata, file, devices=device)
+    except KeyboardInterrupt:
+        click.echo("interrupted: the check was cancelled", err=True)
+        sys.exit(runner.EXIT_INTERRUPTED)
+    if result.outcome != runner.INTERNAL_ERROR:
+        progress.record_check(kata.id, result.passed, Path(result.file))
+    unmet = prog.unmet(course.prerequisites(kata), states)
+    if as_json:
+        payload = result.to_dict()
+        payload["unmet_prerequisites"] = [k.id for k in unmet]
+        if not debug:
+            payload.pop("log")
+        _emit("check", payload)
+    else:
+        from kata import render
+
+        console = _console()
+        render.check_result(console, course, kata, result, unmet)
+        if debug:
+            render.debug_log(console, result)
+    sys.exit(result.exit_code)
+
+
+@main.command()
+@click.argument("kata_id", required=False)
+@json_option
+def hint(kata_id: str | None, as_json: bool) -> None:
+    """Reveal the next hint: concept, then approach, then near-solution."""
+    course = _course()
+    progress = _progress(course)
+    kata = _kata(course, kata_id)
+    tier = min(progress.get(kata.id).hints_used + 1, len(kata.hints))
+    progress.record_hint(kata.id, tier)
+    shown = list(kata.hints[:tier])
+    if as_json:
+        _emit("hint", {"kata": kata.id, "tier": tier, "tiers": len(kata.hints), "hints": shown})
+        return
+    from kata import render
+
+    render.hint(_console(), kata, tier, shown)
+
+
+@main.command()
+@click.argument("kata_id")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask before revealing an unpassed kata's solution.")
+@json_option
+def solution(kata_id: str, yes: bool, as_json: bool) -> None:
+    """Show the reference solution (asks first if you have not passed the kata)."""
+    course = _course()
+    progress = _progress(course)
+    kata = _kata(course, kata_id)
+    passed = progress.get(kata.id).status == prog.PASSED
+    if not passed and not yes:
+        if as_json or not sys.stdin.isatty():
+            raise UsageError(f"kata {kata.id} is not passed yet: add --yes to reveal its solution anyway")
+        if not click.confirm(f"Kata {kata.id} is not passed yet. Reveal the reference solution?", default=False):
+            click.echo("Not revealed. `kata hint` gives a smaller nudge.")
+            return
+    if not passed:
+        progress.record_solution_revealed(kata.id)
+    source = strip_markers(kata.solution.read_text(encoding="utf-8"))
+    if as_json:
+        _emit("solution", {"kata": kata.id, "file": str(kata.solution), "source": source, "recorded": not passed})
+        return
+    from kata import render
+
+    render.solution(_console(), kata, source)
+
+
+@main.command()
+@click.argument("kata_id")
+@json_option
+def reset(kata_id: str, as_json: bool) -> None:
+    """Put the stub back (your file is backed up first)."""
+    course = _course()
+    kata = _kata(course, kata_id)
+    change = workspace.reset(course, kata)
+    if as_json:
+        _emit("reset", vars(change))
+        return
+    from kata import render
+
+    render.change(_console(), "Reset", kata, change.changed, change.backup)
+
+
+@main.command()
+@click.argument("kata_id")
+@click.option("--from", "source", type=click.Path(path_type=Path, exists=True, dir_okay=False),
+              help="The backup to restore (default: the newest).")
+@json_option
+def restore(kata_id: str, source: Path | None, as_json: bool) -> None:
+    """Bring back your file from the newest backup (undoes `kata reset`)."""
+    course = _course()
+    kata = _kata(course, kata_id)
+    try:
+        change = workspace.restore(course, kata, source)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    if as_json:
+        _emit("restore", vars(change))
+        return
+    from kata import render
+
+    render.change(_console(), "Restored", kata, change.changed, change.backup, change.restored_from)
+
+
+@main.command("next")
+@json_option
+def next_kata(as_json: bool) -> None:
+    """The kata to work on now."""
+    course = _course()
+    states = _progress(course).load()
+    kata = prog.next_kata(course.katas, states)
+    if as_json:
+        _emit("next", {"kata": _kata_dict(kata, states.get(kata.id, prog.KataProgress())) if kata else None})
+        return
+    from kata import render
+
+    console = _console()
+    if kata is None:
+        console.print("[green bold]Every kata is passed (or skipped). Well done.[/]")
+        return
+    console.print(f"[bold]Kata {kata.id}: {kata.title}[/]")
+    console.print(f"  read    [bold]kata show {kata.id}[/]")
+    console.print(f"  edit    [cyan]{render.relative(kata.exercise)}[/]")
+    console.print(f"  check   [bold]kata check {kata.id}[/]")
+
+
+@main.command("progress")
+@json_option
+def progress_command(as_json: bool) -> None:
+    """Your progress through the course."""
+    course = _course()
+    states = _progress(course).load()
+    nxt = prog.next_kata(course.katas, states)
+    if as_json:
+        passed = [k for k in course.katas if states.get(k.id, prog.KataProgress()).status == prog.PASSED]
+        _emit("progress", {
+            "passed": len(passed), "total": len(course.katas),
+            "points": sum(k.points for k in passed), "max_points": sum(k.points for k in course.katas),
+            "next": nxt.id if nxt else None,
+            "katas": [_kata_dict(k, states.get(k.id, prog.KataProgress())) for k in course.katas],
+            "progress_file": str(prog.progress_path(course.root)),
+        })
+        return
+    from kata import render
+
+    render.progress_report(_console(), course, states, nxt.id if nxt else None)
+
+
+_TORCH_PROBE = """
+import json, torch
+cuda = torch.cuda.is_available()
+print(json.dumps({"torch": torch.__version__, "cuda": cuda,
+                  "gpu": torch.cuda.get_device_name(0) if cuda else None, "threads": torch.get_num_threads()}))
+"""
+
+
+def doctor_rows() -> list[tuple[str, str, bool]]:
+    """What `kata doctor` reports: (name, value, ok)."""
+    rows = [("kata", __version__, True),
+            ("Python", f"{sys.version.split()[0]} at {sys.executable}", sys.version_info >= (3, 11))]
+    started = time.perf_counter()
+    probe = subprocess.run([sys.executable, "-c", _TORCH_PROBE], capture_output=True, text=True, timeout=120)
+    seconds = time.perf_counter() - started
+    if probe.returncode != 0:
+        rows.append(("torch", "cannot be imported: " + (probe.stderr.strip().splitlines() or ["?"])[-1], False))
+    else:
+        info = json.loads(probe.stdout.strip().splitlines()[-1])
+        rows.append(("torch", f"{info['torch']} (import takes {seconds:.1f} s, {info['threads']} threads)", True))
+        rows.append(("CUDA", f"available: {info['gpu']}" if info["cuda"] else
+                     "not available: checks run on the CPU (CUDA not verified)", True))
+        rows.append(("import torch is quiet", "yes" if not probe.stderr.strip() else
+                     "no, it writes to stderr (is NumPy installed?): " + probe.stderr.strip().splitlines()[0],
+                     not probe.stderr.strip()))
+    try:
+        course = load_course()
+        rows.append(("course", f"{course.file} ({len(course.katas)} katas)", True))
+        path = prog.progress_path(course.root)
+        rows.append(("progress file", f"{path}" + ("" if path.exists() else " (not created yet)"), True))
+    except CourseError as exc:
+        rows.append(("course", exc.problems[0], False))
+    for module in ("pytest", "hypothesis", "rich", "click", "nbgrader"):
+        try:
+            from importlib.metadata import version
+
+            rows.append((module, version(module), True))
+        except Exception:
+            optional = module == "nbgrader"
+            rows.append((module, "not installed" + (" (only instructors need it)" if optional else ""), optional))
+    return rows
+
+
+@main.command()
+@json_option
+def doctor(as_json: bool) -> None:
+    """Check the set-up: Python, torch, CUDA and the GPU, where the course and your progress are."""
+    rows = doctor_rows()
+    ok = all(row[2] for row in rows)
+    if as_json:
+        _emit("doctor", {"ok": ok, "checks": [{"name": n, "value": v, "ok": good} for n, v, good in rows]})
+    else:
+        from kata import render
+
+        render.doctor(_console(), rows)
+    sys.exit(0 if ok else 1)
+
+
+@main.command()
+@click.argument("kata_ids", nargs=-1)
+@click.option("--jobs", "-j", type=int, default=None, help="Grading runs at once (default: the CPU count).")
+@json_option
+def verify(kata_ids: tuple[str, ...], jobs: int | None, as_json: bool) -> None:
+    """For course authors: prove every kata sound (reference passes, stub and planted mistakes fail)."""
+    import os
+
+    from kata.verify import verify_kata
+
+    course = _course()
+    katas = [_kata(course, k) for k in kata_ids] or list(course.katas)
+    jobs = jobs or os.cpu_count() or 2
+    started = time.perf_counter()
+    reports = []
+    console = None if as_json else _console()
+    for kata in katas:
+        if console:
+            with console.status(f"verifying {kata.id} {kata.title}…"):
+                report = verify_kata(course, kata, jobs=jobs)
+            console.print(("[green]✓[/]" if report.ok else "[red]✗[/]") + f" {kata.id} {kata.title} "
+                          f"({len(report.runs)} runs, slowest {report.slowest:.1f} s)")
+        else:
+            report = verify_kata(course, kata, jobs=jobs)
+        reports.append((report, kata))
+    seconds = time.perf_counter() - started
+    ok = all(r.ok for r, _ in reports)
+    if as_json:
+        _emit("verify", {"ok": ok, "seconds": round(seconds, 1), "katas": [r.to_dict() for r, _ in reports]})
+    else:
+        from kata import render
+
+        render.verify_report(console, reports, seconds)
+    sys.exit(0 if ok else 1)
+
+
+@main.command()
+@click.option("--write", is_flag=True, help="Rewrite exercise.py files that differ (backing them up first).")
+def stubs(write: bool) -> None:
+    """For course authors: check that each exercise.py is the stub derived from its solution."""
+    course = _course()
+    stale = [k for k in course.katas
+             if k.exercise.read_text(encoding="utf-8") != derive_stub(k.solution.read_text(encoding="utf-8"))]
+    for kata in stale:
+        if write:
+            change = workspace.reset(course, kata)
+            backup = f" (previous file backed up to {change.backup})" if change.backup else ""
+            click.echo(f"rewrote {kata.exercise}{backup}")
+        else:
+            click.echo(f"stale: {kata.exercise}")
+    if not stale:
+        click.echo(f"all {len(course.katas)} stubs are derived from their solutions")
+    sys.exit(1 if stale and not write else 0)

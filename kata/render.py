@@ -1,0 +1,337 @@
+"""Presentation: everything the `kata` command prints, drawn with rich.
+
+Functions here take plain data (course, results, progress) and a `Console`; they decide nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+from rich import box
+from rich.console import Console, Group
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.progress_bar import ProgressBar
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from kata import progress as prog
+from kata import runner
+from kata.course import Course, Kata
+from kata.grading import protocol
+from kata.runner import Check, Frame, KataResult
+
+MAX_DETAILED_FAILURES = 4
+STATUS_STYLE = {
+    prog.PASSED: ("✓ passed", "green"),
+    prog.FAILING: ("✗ failing", "red"),
+    prog.NOT_STARTED: ("· not started", "dim"),
+    prog.SKIPPED: ("↷ skipped", "yellow"),
+}
+CHECK_STYLE = {
+    protocol.PASSED: ("✓", "green"),
+    protocol.FAILED: ("✗", "red"),
+    protocol.ERROR: ("!", "red"),
+    protocol.NOT_IMPLEMENTED: ("…", "yellow"),
+    protocol.FORBIDDEN: ("⊘", "magenta"),
+    protocol.SKIPPED: ("↷", "dim"),
+}
+OUTCOME_TITLE = {
+    runner.PASSED: "passed",
+    runner.FAILED: "failed",
+    runner.NOT_IMPLEMENTED: "not implemented yet",
+    runner.SYNTAX_ERROR: "syntax error",
+    runner.IMPORT_ERROR: "import error",
+    runner.EXCEPTION: "your module raised an exception while being imported",
+    runner.FORBIDDEN: "forbidden built-in",
+    runner.TIMEOUT: "timeout",
+    runner.CRASH: "crash",
+    runner.INTERNAL_ERROR: "the graders could not run",
+}
+
+
+def relative(path: str | Path, root: Path | None = None) -> str:
+    """A path as short as it can be while an editor can still open it."""
+    try:
+        return os.path.relpath(path, root or Path.cwd())
+    except ValueError:
+        return str(path)
+
+
+def _frames(frames: list[Frame], root: Path) -> Text:
+    text = Text()
+    for frame in frames:
+        where = f"{relative(frame.file)}:{frame.line}"
+        text.append(where, style="bold cyan")
+        if frame.function:
+            text.append(f" in {frame.function}", style="cyan")
+        text.append("\n")
+        if frame.code:
+            text.append(f"    {frame.code}\n")
+    return text
+
+
+def kata_list(console: Console, course: Course, states: dict[str, prog.KataProgress], next_id: str | None) -> None:
+    table = Table(title=course.title, box=box.SIMPLE_HEAVY, title_style="bold")
+    table.add_column("", width=1)
+    table.add_column("ID", style="bold")
+    table.add_column("Kata")
+    table.add_column("Points", justify="right")
+    table.add_column("Status")
+    table.add_column("Attempts", justify="right")
+    table.add_column("Hints", justify="right")
+    for kata in course.katas:
+        state = states.get(kata.id, prog.KataProgress())
+        label, style = STATUS_STYLE[state.status]
+        hints = f"{state.hints_used}/{len(kata.hints)}" if state.hints_used else ""
+        reveal = " [yellow](solution seen)[/]" if state.solution_revealed else ""
+        table.add_row("→" if kata.id == next_id else "", kata.id, kata.title + reveal, f"{kata.points:g}",
+                      Text(label, style=style), str(state.attempts or ""), hints)
+    console.print(table)
+
+
+def summary_line(course: Course, states: dict[str, prog.KataProgress]) -> Text:
+    passed = [k for k in course.katas if states.get(k.id, prog.KataProgress()).status == prog.PASSED]
+    earned = sum(k.points for k in passed)
+    total = sum(k.points for k in course.katas)
+    return Text(f"{len(passed)} of {len(course.katas)} katas passed · {earned:g} of {total:g} points")
+
+
+def progress_report(console: Console, course: Course, states: dict[str, prog.KataProgress],
+                    next_id: str | None) -> None:
+    passed = sum(states.get(k.id, prog.KataProgress()).status == prog.PASSED for k in course.katas)
+    bar = ProgressBar(total=len(course.katas), completed=passed, width=40)
+    console.print(Group(Text("Progress", style="bold"), bar, summary_line(course, states)))
+    console.print()
+    kata_list(console, course, states, next_id)
+    if next_id:
+        kata = course.find(next_id)
+        console.print(f"Next: [bold]{kata.id}[/] {kata.title}: edit [cyan]{relative(kata.exercise)}[/], "
+                      f"then [bold]kata check {kata.id}[/]")
+    else:
+        console.print("[green bold]Every kata is passed. The Transformer is yours.[/]")
+
+
+def check_result(console: Console, course: Course, kata: Kata, result: KataResult,
+                 unmet: list[Kata] | None = None) -> None:
+    """The whole report of one `kata check`."""
+    title = Text.assemble(("Kata ", "bold"), (kata.id, "bold"), f" · {kata.title} · ",
+                          (relative(result.file), "cyan"))
+    console.print(title)
+    if unmet:
+        ids = ", ".join(k.id for k in unmet)
+        console.print(f"[yellow]Builds on {ids}, not passed yet.[/] Graded, this kata uses the reference "
+                      f"versions of those pieces; when you run your own code, yours are used.")
+
+    if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION) or (
+            result.outcome == runner.FORBIDDEN and not result.checks):
+        _outcome_panel(console, result, course.root)
+    elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR):
+        _checks_table(console, result)
+        _outcome_panel(console, result, course.root)
+    elif result.outcome == runner.NOT_IMPLEMENTED:
+        where = {f"{relative(c.frames[-1].file)}:{c.frames[-1].line}" for c in result.checks if c.frames}
+        console.print(Panel(
+            Text.assemble("Every check stops at ", ("raise NotImplementedError()", "bold"), " in ",
+                          (", ".join(sorted(where)), "bold cyan"), ".\nReplace the ",
+                          ("# YOUR CODE HERE", "bold"), " blocks with your implementation, then check again."),
+            title="not implemented yet", border_style="yellow"))
+    else:
+        _checks_table(console, result)
+        failures = [c for c in result.checks if not c.passed]
+        if result.outcome == runner.FORBIDDEN:
+            # One forbidden call explains every check that reached it.
+            failures = [c for c in failures if c.status == protocol.FORBIDDEN][:1]
+        for check in _distinct(failures)[:MAX_DETAILED_FAILURES]:
+            _failure_panel(console, check, course.root)
+        if len(_distinct(failures)) > MAX_DETAILED_FAILURES:
+            console.print(f"[dim]… and {len(_distinct(failures)) - MAX_DETAILED_FAILURES} more failures "
+                          "like these; fix the ones above first.[/]")
+    _footer(console, kata, result)
+
+
+def _family(check: Check) -> str:
+    """A check's title without its parameters: "Equal to torch.softmax [cpu-float32]" -> "Equal to torch.softmax"."""
+    return check.title.split(" [", 1)[0]
+
+
+def _distinct(checks: list[Check]) -> list[Check]:
+    """The first failure of each family: the same bug seen on float32 and float64 is shown once."""
+    seen: set[str] = set()
+    out = []
+    for check in checks:
+        if _family(check) not in seen:
+            seen.add(_family(check))
+            out.append(check)
+    return out
+
+
+def _checks_table(console: Console, result: KataResult) -> None:
+    """One row per family of checks, with each parametrisation (device, dtype) marked on its own."""
+    if not result.checks:
+        return
+    families: dict[str, list[Check]] = defaultdict(list)
+    for check in result.checks:
+        families[_family(check)].append(check)
+    table = Table(box=None, show_header=False, padding=(0, 1))
+    table.add_column(width=1)
+    table.add_column(ratio=3)
+    table.add_column(ratio=2)
+    table.add_column(justify="right", style="dim", no_wrap=True)
+    for family, checks in families.items():
+        worst = next((c for c in checks if not c.passed), checks[0])
+        mark, style = CHECK_STYLE.get(worst.status, ("?", "red"))
+        variants = Text()
+        for check in checks:
+            label = check.title[len(family):].strip(" []")
+            if label:
+                variants.append(label + " ", style=CHECK_STYLE.get(check.status, ("?", "red"))[1])
+        points = sum(c.points for c in checks)
+        table.add_row(Text(mark, style=style), Text(family, style=None if worst.passed else style), variants,
+                      f"{points:.2g} pt")
+    console.print(table)
+
+
+def _failure_panel(console: Console, check: Check, root: Path) -> None:
+    parts: list = [Text(check.message or "check failed")]
+    for diagnosis in _unique_diagnoses(check):
+        parts.append(Text.assemble(("Looks like: ", "bold yellow"), diagnosis["explanation"]))
+    if check.frames:
+        parts.append(Text("In your code:", style="bold"))
+        parts.append(_frames(check.frames, root))
+    if check.output:
+        parts.append(Text("Your code printed:", style="bold"))
+        parts.append(Text(check.output.rstrip(), style="dim"))
+    mark, style = CHECK_STYLE.get(check.status, ("?", "red"))
+    label = {protocol.ERROR: "exception in your code", protocol.FORBIDDEN: "forbidden built-in"}.get(
+        check.status, check.status)
+    console.print(Panel(Group(*parts), title=f"{mark} {check.title}", subtitle=label, border_style=style,
+                        title_align="left"))
+
+
+def _unique_diagnoses(check: Check) -> list[dict]:
+    seen, out = set(), []
+    for d in check.diagnoses:
+        if d["explanation"] not in seen:
+            seen.add(d["explanation"])
+            out.append(d)
+    return out
+
+
+def _outcome_panel(console: Console, result: KataResult, root: Path) -> None:
+    parts: list = [Text(result.message)]
+    if result.frames:
+        label = "Where:" if result.outcome in (runner.SYNTAX_ERROR, runner.FORBIDDEN) else "In your code:"
+        parts.append(Text(label, style="bold"))
+        parts.append(_frames(result.frames, root))
+    if result.output:
+        parts.append(Text("Your code printed:", style="bold"))
+        parts.append(Text(result.output.rstrip(), style="dim"))
+    if result.outcome == runner.INTERNAL_ERROR:
+        parts.append(Text("This is a bug in the course, not in your code: please report it "
+                          "(`kata check --debug` shows the grader's log).", style="italic"))
+    console.print(Panel(Group(*parts), title=OUTCOME_TITLE[result.outcome], border_style="red", title_align="left"))
+
+
+def _footer(console: Console, kata: Kata, result: KataResult) -> None:
+    n_passed = sum(c.passed for c in result.checks)
+    parts = []
+    if result.checks:
+        parts.append(f"{n_passed}/{len(result.checks)} checks passed · {result.points:.3g} of "
+                     f"{result.max_points:g} points")
+    parts.append(f"{result.seconds:.1f} s")
+    if result.devices:
+        parts.append("devices: " + ", ".join(result.devices))
+    console.print(" · ".join(parts), style="dim")
+    if result.cuda_available is not None and not result.cuda_verified:
+        reason = "no GPU visible to torch" if not result.cuda_available else "--device cpu"
+        console.print(f"[yellow]CUDA not verified[/] ({reason}).")
+    if result.passed:
+        console.print(f"[green bold]✓ Kata {kata.id} passed.[/] `kata next` shows what comes next.")
+    elif result.outcome not in (runner.INTERNAL_ERROR,):
+        console.print(f"Stuck? [bold]kata hint {kata.id}[/] reveals the next hint.", style="dim")
+
+
+def debug_log(console: Console, result: KataResult) -> None:
+    if result.log.strip():
+        console.print(Panel(Text(result.log), title="grader log (for course authors)", border_style="dim"))
+
+
+def hint(console: Console, kata: Kata, tier: int, shown: list[str]) -> None:
+    names = ("concept", "approach", "near-solution")
+    for number, text in enumerate(shown, start=1):
+        label = names[number - 1] if number <= len(names) else f"tier {number}"
+        new = number == tier
+        console.print(Panel(Markdown(text), title=f"Hint {number} of {len(kata.hints)} · {label}",
+                            border_style="cyan" if new else "dim", title_align="left"))
+    if tier >= len(kata.hints):
+        console.print(f"[dim]That was the last hint. `kata solution {kata.id}` shows the reference.[/]")
+    else:
+        console.print(f"[dim]`kata hint {kata.id}` again for the next one.[/]")
+
+
+def solution(console: Console, kata: Kata, source: str) -> None:
+    console.print(Panel(Syntax(source, "python", line_numbers=True, word_wrap=True),
+                        title=f"Reference solution of kata {kata.id}: {kata.title}", title_align="left"))
+
+
+def show(console: Console, kata: Kata, state: prog.KataProgress, prerequisites: list[Kata]) -> None:
+    console.print(Markdown(kata.readme.read_text(encoding="utf-8")))
+    label, style = STATUS_STYLE[state.status]
+    facts = [f"[{style}]{label}[/]", f"{kata.points:g} points", f"file: [cyan]{relative(kata.exercise)}[/]"]
+    if prerequisites:
+        facts.append("builds on " + ", ".join(k.id for k in prerequisites))
+    console.print(" · ".join(facts))
+
+
+def doctor(console: Console, rows: list[tuple[str, str, bool]]) -> None:
+    table = Table(box=box.SIMPLE, show_header=False)
+    table.add_column(width=1)
+    table.add_column(style="bold")
+    table.add_column()
+    for name, value, ok in rows:
+        table.add_row(Text("✓" if ok else "✗", style="green" if ok else "red"), name, value)
+    console.print(table)
+
+
+def change(console: Console, verb: str, kata: Kata, changed: bool, backup: str | None,
+           restored_from: str | None = None) -> None:
+    if not changed:
+        console.print(f"{relative(kata.exercise)} already is that version: nothing to do.")
+        return
+    source = f" from {relative(restored_from)}" if restored_from else ""
+    console.print(f"[green]{verb}[/] {relative(kata.exercise)}{source}.")
+    if backup:
+        console.print(f"Your previous file is saved as [cyan]{relative(backup)}[/] "
+                      f"(`kata restore {kata.id}` brings back the latest backup).")
+
+
+def verify_report(console: Console, reports: list, seconds: float) -> None:
+    table = Table(title="kata verify", box=box.SIMPLE_HEAVY)
+    for column in ("", "Kata", "Reference", "Stub", "Mistakes caught", "Slowest", "Budget"):
+        table.add_column(column)
+    problems: dict[str, list[str]] = defaultdict(list)
+    for report, kata in reports:
+        by_kind: dict[str, list] = defaultdict(list)
+        for run in report.runs:
+            by_kind[run.kind].append(run)
+
+        def score(kind: str, by_kind=by_kind) -> str:
+            runs = by_kind[kind]
+            return f"{sum(r.ok for r in runs)}/{len(runs)}" if runs else "-"
+
+        ok = report.ok
+        table.add_row(Text("✓" if ok else "✗", style="green" if ok else "red"), f"{kata.id} {kata.slug}",
+                      score("reference"), score("stub"), score("mistake"), f"{report.slowest:.1f} s",
+                      f"{kata.time_budget_s:g} s")
+        problems[kata.id] = report.problems
+    console.print(table)
+    for kata_id, found in problems.items():
+        for problem in found:
+            console.print(f"[red]✗ {kata_id}[/] {problem}")
+    n_ok = sum(r.ok for r, _ in reports)
+    style = "green" if n_ok == len(reports) else "red"
+    console.print(f"[{style} bold]{n_ok} of {len(reports)} katas sound[/] · {seconds:.0f} s")
