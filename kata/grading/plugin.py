@@ -158,7 +158,8 @@ def _import_student() -> tuple[str, dict]:
             return protocol.SYNTAX_ERROR, {"message": f"{type(exc).__name__}: {exc.msg}", "output": output.text(),
                                            "frames": [{"file": exc.filename or str(path), "line": exc.lineno or 0,
                                                        "function": "", "code": line.strip()}]}
-        except BaseException as exc:  # noqa: BLE001: anything the student's module raises is reported
+        # Anything the student's module raises (SystemExit included) is reported, never propagated.
+        except BaseException as exc:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             status = {
