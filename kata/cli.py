@@ -193,7 +193,7 @@ def solution(kata_id: str, yes: bool, as_json: bool) -> None:
     kata = _kata(course, kata_id)
     passed = progress.get(kata.id).status == prog.PASSED
     if not passed and not yes:
-        if as_json or not sys.stdin.isatty():
+        if as_json:
             raise UsageError(f"kata {kata.id} is not passed yet: add --yes to reveal its solution anyway")
         if not click.confirm(f"Kata {kata.id} is not passed yet. Reveal the reference solution?", default=False):
             click.echo("Not revealed. `kata hint` gives a smaller nudge.")

@@ -20,7 +20,7 @@ settings.register_profile(
     derandomize=_seed == 0,
     database=None,
     deadline=None,
-    max_examples=int(os.environ.get("KATA_MAX_EXAMPLES", "20")),
+    max_examples=int(os.environ.get("KATA_MAX_EXAMPLES", "10")),
     print_blob=False,
     # No "explain" phase: it reports which grader lines ran, and grader source stays hidden.
     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
