@@ -1,0 +1,60 @@
+"""Shared fixtures: a private copy of the course, so tests never touch the repository's files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kata.course import Course, load_course
+
+REPO = Path(__file__).resolve().parents[1]
+COURSE_PARTS = ("course.toml", "exercises", "solutions", "graders")
+
+
+def copy_course(target: Path) -> Path:
+    target.mkdir(parents=True, exist_ok=True)
+    for part in COURSE_PARTS:
+        source = REPO / part
+        if source.is_dir():
+            shutil.copytree(source, target / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, target / part)
+    return target
+
+
+@pytest.fixture
+def course_root(tmp_path, monkeypatch) -> Path:
+    """A copy of the course in a temporary folder, with KATA_COURSE and KATA_PROGRESS pointing into it."""
+    root = copy_course(tmp_path / "course")
+    monkeypatch.setenv("KATA_COURSE", str(root))
+    monkeypatch.setenv("KATA_PROGRESS", str(root / ".kata-progress.json"))
+    monkeypatch.chdir(root)
+    return root
+
+
+@pytest.fixture
+def course(course_root) -> Course:
+    return load_course(course_root)
+
+
+@pytest.fixture
+def softmax_file(course_root):
+    """Write a student's softmax exercise and return its path."""
+
+    def write(body: str, name: str = "exercise.py") -> Path:
+        path = course_root / "exercises" / "9.1-softmax" / name
+        path.write_text(body, encoding="utf-8")
+        return path
+
+    return write
+
+
+CORRECT_SOFTMAX = '''import torch
+
+
+def softmax(x, dim=-1):
+    e = torch.exp(x - x.amax(dim=dim, keepdim=True))
+    return e / e.sum(dim=dim, keepdim=True)
+'''

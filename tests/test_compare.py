@@ -1,0 +1,135 @@
+"""The graders' toolkit: tensor-aware messages, mistake matching, gradient checks, source scanning."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kata.grading import CheckFailed, ErrorPattern, Mistake, assert_close
+from kata.grading.compare import assert_finite, is_close, tolerance
+from kata.grading.gradients import gradcheck
+from kata.grading.scan import scan
+
+ROUNDING = Mistake("rounding", "you rounded")
+
+
+def failure(actual, expected, **kwargs) -> CheckFailed:
+    with pytest.raises(CheckFailed) as info:
+        assert_close(actual, expected, **kwargs)
+    return info.value
+
+
+def test_equal_within_dtype_tolerance_passes():
+    x = torch.randn(3, 4)
+    assert_close(x + 1e-7, x)
+    assert tolerance(torch.float64) == (1e-7, 1e-7)
+
+
+def test_value_mismatch_reports_count_worst_error_and_where():
+    expected = torch.zeros(2, 3)
+    actual = expected.clone()
+    actual[1, 2] = 0.5
+    message = str(failure(actual, expected, what="the truth", context="a test input"))
+    assert message.startswith("output differs from the truth for a test input:")
+    assert "1 of 6 elements differ" in message
+    assert "largest absolute error 0.5 at [1, 2]: got 0.5, expected 0" in message
+    assert "in that row: got      [0, 0, 0.5]" in message
+
+
+def test_shape_dtype_and_device_are_named():
+    message = str(failure(torch.zeros(2, 3, dtype=torch.float64), torch.zeros(3, 2)))
+    assert "shape: got (2, 3), expected (3, 2)" in message
+    assert "dtype: got torch.float64, expected torch.float32" in message
+
+
+def test_nan_and_inf_are_counted():
+    actual = torch.tensor([1.0, float("nan"), float("inf")])
+    message = str(failure(actual, torch.ones(3)))
+    assert "NaN: 1 in your output (first at [1]), 0 expected" in message
+    assert "Inf: 1 in your output (first at [2]), 0 expected" in message
+    with pytest.raises(CheckFailed, match="1 NaN and 1 Inf values"):
+        assert_finite(actual)
+
+
+def test_not_a_tensor():
+    with pytest.raises(CheckFailed, match=r"should be a torch\.Tensor .* got tuple"):
+        assert_close((1, 2), torch.ones(2))
+
+
+def test_matching_mistake_is_named_and_others_are_not():
+    expected = torch.tensor([0.4, 1.6])
+    actual = expected.round()
+    other = Mistake("other", "something else")
+    found = failure(actual, expected, mistakes={ROUNDING: lambda: expected.round(), other: expected * 3,
+                                                Mistake("broken", "raises"): lambda: 1 / 0}).mistakes
+    assert found == (ROUNDING,)
+
+
+def test_nan_matches_nan_in_a_mistake_model():
+    nan = torch.tensor([float("nan"), 1.0])
+    assert is_close(nan, nan.clone()) and not is_close(nan, torch.ones(2))
+
+
+def test_error_patterns_match_message_and_code():
+    pattern = ErrorPattern(ROUNDING, message=r"must match", code=r"\.sum\(")
+    assert pattern.matches("RuntimeError: sizes must match", "return e / e.sum(-1)")
+    assert not pattern.matches("RuntimeError: sizes must match", "return e / total")
+    assert not pattern.matches("ValueError: nope", "return e / e.sum(-1)")
+
+
+def test_gradcheck_agrees_with_torch_on_a_correct_function():
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    fn = lambda t: torch.tanh(t) * t.sum(-1, keepdim=True)  # noqa: E731
+    gradcheck(fn, (x,))
+    assert torch.autograd.gradcheck(fn, (x,))
+
+
+def test_gradcheck_catches_a_wrong_backward_like_torch_does():
+    class WrongBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            ctx.save_for_backward(t)
+            return t**2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (t,) = ctx.saved_tensors
+            return grad * t  # should be 2 t
+
+    x = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(CheckFailed, match=r"5 of 25 Jacobian entries differ; worst: d out\[\d\] / d input0\[\d\]"):
+        gradcheck(WrongBackward.apply, (x,))
+    assert not torch.autograd.gradcheck(WrongBackward.apply, (x,), raise_exception=False)
+
+
+def test_gradcheck_names_a_cut_graph():
+    x = torch.randn(3, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(CheckFailed, match="does not depend on the inputs through autograd"):
+        gradcheck(lambda t: t.detach() * 2, (x,))
+
+
+FORBIDDEN = ["torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax", "torch.nn.Softmax"]
+
+
+@pytest.mark.parametrize(("line", "name"), [
+    ("y = torch.softmax(x, 0)", "torch.softmax"),
+    ("y = F.softmax(x, 0)", "torch.nn.functional.softmax"),
+    ("y = functional.softmax(x, 0)", "torch.nn.functional.softmax"),
+    ("y = x.softmax(0)", "torch.Tensor.softmax"),
+    ("y = (x + 1).softmax(0)", "torch.Tensor.softmax"),
+    ("y = nn.Softmax(dim=0)(x)", "torch.nn.Softmax"),
+    ("y = sm(x, 0)", "torch.softmax"),
+    ("y = getattr(torch, 'softmax')(x, 0)", "torch.softmax"),
+])
+def test_scan_resolves_aliases(line, name):
+    source = ("import torch\nimport torch.nn.functional as F\nfrom torch import nn\nfrom torch.nn import functional\n"
+              f"from torch import softmax as sm\n\ndef f(x):\n    {line}\n    return y\n")
+    found = [v for v in scan(source, FORBIDDEN) if v.line == 8]
+    assert [v.name for v in found] == [name]
+    assert found[0].code == line
+
+
+def test_scan_ignores_the_students_own_softmax_and_prose():
+    source = '"""softmax, explained."""\nimport torch\n\ndef softmax(x):\n    """torch.softmax is forbidden"""\n' \
+             '    return x\n\ny = softmax(torch.ones(2))\n'
+    assert scan(source, FORBIDDEN) == []

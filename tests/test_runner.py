@@ -1,0 +1,170 @@
+"""The grading runner: every way a student's file can go wrong becomes a named outcome.
+
+Each test grades a real file for kata 9.1 through the real child process.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kata import runner
+from kata.grading import protocol
+from tests.conftest import CORRECT_SOFTMAX
+
+
+def grade(course, path, **kwargs):
+    return runner.run_kata(course, course.find("9.1"), path, **kwargs)
+
+
+def assert_no_grader_source(result):
+    """Nothing the student is shown comes from the graders' files."""
+    shown = json.dumps({k: v for k, v in result.to_dict().items() if k != "log"})
+    assert "graders/" not in shown and "test_softmax.py" not in shown
+    for snippet in ("def test_", "assert_close(", "mistakes_for(", "import pytest"):
+        assert snippet not in shown, snippet
+
+
+def test_correct_file_passes_every_check(course, softmax_file):
+    result = grade(course, softmax_file(CORRECT_SOFTMAX))
+    assert result.outcome == runner.PASSED, [c.message for c in result.checks if not c.passed]
+    assert result.exit_code == runner.EXIT_PASSED
+    assert len(result.checks) >= 10 and all(c.passed for c in result.checks)
+    assert result.points == pytest.approx(result.max_points) == 10
+    assert result.devices == ["cpu"] and result.cuda_verified is False
+    assert result.torch and result.cuda_available is False
+
+
+def test_checks_carry_title_device_dtype_and_weight(course, softmax_file):
+    result = grade(course, softmax_file(CORRECT_SOFTMAX))
+    by_id = {c.id: c for c in result.checks}
+    check = by_id["test_matches_torch_softmax[cpu-float64]"]
+    assert check.title == "Equal to torch.softmax for every shape and dim [cpu-float64]"
+    assert (check.device, check.dtype, check.weight) == ("cpu", "float64", 1.0)
+    assert sum(c.points for c in result.checks) == pytest.approx(10)
+
+
+def test_stub_is_not_implemented(course):
+    result = grade(course, course.find("9.1").exercise)
+    assert result.outcome == runner.NOT_IMPLEMENTED
+    assert result.exit_code == runner.EXIT_FAILED
+    assert {c.status for c in result.checks} == {protocol.NOT_IMPLEMENTED}
+    assert all(c.frames and c.frames[-1].code == "raise NotImplementedError()" for c in result.checks)
+
+
+def test_syntax_error_names_file_line_and_code(course, softmax_file):
+    path = softmax_file("import torch\n\ndef softmax(x, dim=-1)\n    return x\n")
+    result = grade(course, path)
+    assert result.outcome == runner.SYNTAX_ERROR and result.exit_code == runner.EXIT_FAILED
+    assert result.frames[0].file == str(path) and result.frames[0].line == 3
+    assert result.frames[0].code == "def softmax(x, dim=-1)"
+    assert "SyntaxError" in result.message
+    assert result.seconds < 1.0, "a syntax error is found without starting the graders"
+
+
+def test_import_error(course, softmax_file):
+    result = grade(course, softmax_file("import torch\nimport tensorflow_that_is_not_here\n"))
+    assert result.outcome == runner.IMPORT_ERROR
+    assert "No module named 'tensorflow_that_is_not_here'" in result.message
+    assert result.frames[-1].line == 2
+    assert not result.checks
+
+
+def test_exception_at_import_shows_only_student_frames(course, softmax_file):
+    path = softmax_file("import torch\n\ndef helper():\n    return 1 / 0\n\nhelper()\n")
+    result = grade(course, path)
+    assert result.outcome == runner.EXCEPTION
+    assert result.message == "ZeroDivisionError: division by zero"
+    assert [(f.line, f.function) for f in result.frames] == [(6, "<module>"), (4, "helper")]
+    assert all(f.file == str(path) for f in result.frames)
+
+
+def test_exception_in_a_check_is_trimmed_to_the_students_frames(course, softmax_file):
+    path = softmax_file("import torch\n\ndef softmax(x, dim=-1):\n    return x @ torch.ones(3, 3, 3)\n")
+    result = grade(course, path)
+    assert result.outcome == runner.FAILED
+    errors = [c for c in result.checks if c.status == protocol.ERROR]
+    assert errors
+    for check in errors:
+        assert check.message.startswith("RuntimeError")
+        assert [(f.file, f.line) for f in check.frames] == [(str(path), 4)]
+    assert_no_grader_source(result)
+
+
+def test_wrong_values_fail_with_a_tensor_aware_message(course, softmax_file):
+    path = softmax_file("import torch\n\ndef softmax(x, dim=-1):\n    return torch.exp(x) / 2\n")
+    result = grade(course, path)
+    assert result.outcome == runner.FAILED and 0 < result.points < result.max_points
+    message = next(c.message for c in result.checks if c.id == "test_matches_torch_softmax[cpu-float32]")
+    assert "output differs from torch.softmax for x of shape (7,), dim=0" in message
+    assert "elements differ" in message and "largest absolute error" in message and " at [" in message
+    assert_no_grader_source(result)
+
+
+def test_infinite_loop_times_out_naming_the_check(course, softmax_file):
+    path = softmax_file("import torch\n\ndef softmax(x, dim=-1):\n    while True:\n        pass\n")
+    result = grade(course, path, timeout=6)
+    assert result.outcome == runner.TIMEOUT and result.exit_code == runner.EXIT_TIMEOUT
+    assert "ran longer than 6 s" in result.message
+    assert "during check test_" in result.message
+    assert result.seconds < 15
+
+
+def test_os_exit_is_a_crash_not_a_pass(course, softmax_file):
+    path = softmax_file("import os\n\ndef softmax(x, dim=-1):\n    os._exit(0)\n")
+    result = grade(course, path)
+    assert result.outcome == runner.CRASH and result.exit_code == runner.EXIT_CRASH
+    assert "ended early with exit code 0" in result.message and "os._exit()" in result.message
+
+
+def test_killed_by_a_signal_is_a_crash(course, softmax_file):
+    path = softmax_file("import os, signal\n\ndef softmax(x, dim=-1):\n    os.kill(os.getpid(), signal.SIGSEGV)\n")
+    result = grade(course, path)
+    assert result.outcome == runner.CRASH
+    assert "killed by SIGSEGV" in result.message and "during check" in result.message
+
+
+def test_sys_exit_at_import_is_reported(course, softmax_file):
+    result = grade(course, softmax_file("import sys\nsys.exit(0)\n"))
+    assert result.outcome == runner.EXCEPTION
+    assert result.message.startswith("SystemExit")
+
+
+def test_megabytes_of_printing_are_captured_and_cut(course, softmax_file):
+    body = CORRECT_SOFTMAX.replace("def softmax(x, dim=-1):\n",
+                                   "def softmax(x, dim=-1):\n    print('x' * 1_000_000)\n")
+    result = grade(course, softmax_file(body))
+    assert result.outcome == runner.PASSED
+    assert all(len(c.output) < 5000 for c in result.checks)
+    assert "more characters not shown" in result.checks[0].output
+
+
+def test_forbidden_builtin_is_refused_before_running(course, softmax_file):
+    path = softmax_file("import torch.nn.functional as F\n\ndef softmax(x, dim=-1):\n    return F.softmax(x, dim)\n")
+    result = grade(course, path)
+    assert result.outcome == runner.FORBIDDEN and result.exit_code == runner.EXIT_FAILED
+    assert "torch.nn.functional.softmax" in result.message
+    assert [(f.line, f.code) for f in result.frames] == [(4, "return F.softmax(x, dim)")]
+    assert not result.checks
+
+
+def test_forbidden_builtin_through_an_alias_raises_at_run_time(course, softmax_file):
+    path = softmax_file("import torch\n\ndef softmax(x, dim=-1):\n    return getattr(torch, 'soft' + 'max')(x, dim)\n")
+    result = grade(course, path)
+    assert result.outcome == runner.FORBIDDEN
+    forbidden = [c for c in result.checks if c.status == protocol.FORBIDDEN]
+    assert forbidden and f"{path}:4" in forbidden[0].message
+
+
+def test_missing_file_is_an_import_error(course, course_root):
+    result = grade(course, course_root / "exercises" / "9.1-softmax" / "gone.py")
+    assert result.outcome == runner.IMPORT_ERROR and "kata reset 9.1" in result.message
+
+
+def test_classic_mistake_is_named(course, softmax_file):
+    path = softmax_file("import torch\n\ndef softmax(x, dim=-1):\n    e = torch.exp(x)\n"
+                        "    return e / e.sum(dim=dim, keepdim=True)\n")
+    result = grade(course, path)
+    assert result.outcome == runner.FAILED
+    assert any(d["id"] == "no-max-subtraction" for c in result.checks for d in c.diagnoses)
