@@ -56,9 +56,10 @@ OUTCOME_TITLE = {
 def relative(path: str | Path, root: Path | None = None) -> str:
     """A path as short as it can be while an editor can still open it."""
     try:
-        return os.path.relpath(path, root or Path.cwd())
-    except ValueError:
+        rel = os.path.relpath(path, root or Path.cwd())
+    except ValueError:  # another drive, on Windows
         return str(path)
+    return str(path) if rel.startswith("..") else rel
 
 
 def _frames(frames: list[Frame], root: Path) -> Text:
@@ -77,11 +78,11 @@ def _frames(frames: list[Frame], root: Path) -> Text:
 def kata_list(console: Console, course: Course, states: dict[str, prog.KataProgress], next_id: str | None) -> None:
     table = Table(title=course.title, box=box.SIMPLE_HEAVY, title_style="bold")
     table.add_column("", width=1)
-    table.add_column("ID", style="bold")
-    table.add_column("Kata")
+    table.add_column("ID", style="bold", no_wrap=True)
+    table.add_column("Kata", ratio=1)
     table.add_column("Points", justify="right")
-    table.add_column("Status")
-    table.add_column("Attempts", justify="right")
+    table.add_column("Status", no_wrap=True)
+    table.add_column("Tries", justify="right")
     table.add_column("Hints", justify="right")
     for kata in course.katas:
         state = states.get(kata.id, prog.KataProgress())
