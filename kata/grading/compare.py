@@ -140,8 +140,10 @@ def is_close(actual, expected, *, rtol: float | None = None, atol: float | None 
 def matching_mistakes(actual, mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor]],
                       *, rtol: float | None = None, atol: float | None = None) -> tuple[Mistake, ...]:
     """The mistakes whose output `actual` reproduces. A candidate that cannot be computed is skipped."""
-    found = []
+    found: list[Mistake] = []
     for mistake, candidate in mistakes.items():
+        if any(m.id == mistake.id for m in found):  # variants of one mistake: the first that matches speaks
+            continue
         try:
             value = candidate() if callable(candidate) else candidate
         except Exception:  # a mistake's model that does not apply to this input

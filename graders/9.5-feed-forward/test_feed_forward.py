@@ -1,0 +1,365 @@
+"""Graders of kata 9.5: the position-wise feed-forward network.
+
+Hidden from students: they see each check's title and message, never this file.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from kata.grading import Mistake, assert_close, fail
+from kata.grading.compare import describe, is_close
+from kata.grading.gradients import gradcheck
+from kata.grading.properties import given, shapes, st, tensors
+
+ACT_MISSING = Mistake("activation-missing",
+                      "there is no ReLU between the two linear layers: without a non-linearity they collapse into "
+                      "a single linear map. FFN(x) = linear_2(relu(linear_1(x)))")
+ACT_MISPLACED = Mistake("activation-misplaced",
+                        "the ReLU is in the wrong place: it goes between the two linear layers, on the d_ff hidden "
+                        "units, not on the input or the output")
+WRONG_ACT = Mistake("wrong-activation",
+                    "the activation is not the paper's ReLU, max(0, x): use torch.relu")
+DROPOUT_IN_EVAL = Mistake("dropout-in-eval",
+                          "dropout is applied in eval mode: nn.Dropout (or F.dropout(h, p, training=self.training)) "
+                          "is a no-op after model.eval(); F.dropout(h, p) alone always drops")
+DROPOUT_MISSING = Mistake("dropout-missing",
+                          "no dropout in training mode: keep nn.Dropout(dropout) from __init__ and apply it to the "
+                          "hidden units, after the ReLU")
+DROPOUT_MISPLACED = Mistake("dropout-misplaced",
+                            "dropout is applied in the wrong place: it acts on the d_ff hidden units after the ReLU, "
+                            "before linear_2 (the block's output is dropped out later, by the residual wrapper)")
+DROPOUT_SCALE = Mistake("dropout-not-rescaled",
+                        "the kept hidden units are not scaled by 1 / (1 - p): without it their expected value shrinks "
+                        "in training and the network sees larger activations in eval. nn.Dropout does it for you")
+KEEP_PROB = Mistake("dropout-keep-probability",
+                    "dropout's p is the probability of zeroing a unit, not of keeping it: nn.Dropout(dropout), "
+                    "not nn.Dropout(1 - dropout)")
+DEFAULT_DROPOUT = Mistake("wrong-default-dropout",
+                          "dropout defaults to 0.0: FeedForward(d_model, d_ff) is deterministic even in train mode")
+D_FF_IGNORED = Mistake("d-ff-ignored",
+                       "the hidden layer must have d_ff units: linear_1 = nn.Linear(d_model, d_ff) and "
+                       "linear_2 = nn.Linear(d_ff, d_model)")
+MODIFIES_INPUT = Mistake("modifies-input",
+                         "the input tensor was changed in place (an in-place op such as x.relu_()): compute new "
+                         "tensors instead")
+
+
+def reference_ffn(d_model, d_ff, dropout=0.0):
+    """PyTorch's own layers in the paper's order: Linear, ReLU, Dropout, Linear."""
+    return nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+
+
+def weights_of(ref) -> dict:
+    return {"linear_1.weight": ref[0].weight.detach(), "linear_1.bias": ref[0].bias.detach(),
+            "linear_2.weight": ref[3].weight.detach(), "linear_2.bias": ref[3].bias.detach()}
+
+
+def build(student, d_model, d_ff, dropout=None):
+    """The student's FeedForward(d_model, d_ff[, dropout=dropout]), type-checked."""
+    if dropout is None:
+        module = student.FeedForward(d_model, d_ff)
+    else:
+        module = student.FeedForward(d_model, d_ff, dropout=dropout)
+    if not isinstance(module, nn.Module):
+        fail(f"FeedForward(d_model, d_ff) should build an nn.Module, got {type(module).__name__}")
+    return module
+
+
+def load(module, state: dict, d_model: int, d_ff: int) -> None:
+    try:
+        module.load_state_dict(state, strict=True)
+    except NotImplementedError:
+        raise
+    except RuntimeError as exc:
+        linear_1 = getattr(module, "linear_1", None)
+        ignored = isinstance(linear_1, nn.Linear) and linear_1.out_features != d_ff
+        fail(f"could not load torch's weights into FeedForward({d_model}, {d_ff}): it should have "
+             f"linear_1 = nn.Linear({d_model}, {d_ff}) and linear_2 = nn.Linear({d_ff}, {d_model}), with biases, "
+             f"and no other parameters. torch says: {exc}", *((D_FF_IGNORED,) if ignored else ()))
+
+
+def pair(student, d_model, d_ff, device="cpu", dtype=torch.float32, dropout=None):
+    """(the student's module, torch's Sequential) with the same weights, on `device` in `dtype`."""
+    module = build(student, d_model, d_ff, dropout)
+    ref = reference_ffn(d_model, d_ff, 0.0 if dropout is None else dropout)
+    load(module, weights_of(ref), d_model, d_ff)
+    return module.to(device=device, dtype=dtype), ref.to(device=device, dtype=dtype)
+
+
+def call(module, x):
+    out = module(x)
+    if not isinstance(out, torch.Tensor):
+        fail(f"FeedForward.forward should return a tensor, got {type(out).__name__}")
+    return out
+
+
+def mistakes_for(x, ref, *, default_dropout_in_train=False) -> dict:
+    """What each classic mistake would output for this input, with `ref`'s weights."""
+    w1, b1, w2, b2 = ref[0].weight, ref[0].bias, ref[3].weight, ref[3].bias
+    extra = {}
+    if default_dropout_in_train:  # nn.Dropout(1 - 0.0) drops every hidden unit: only b_2 is left
+        extra[KEEP_PROB] = lambda: torch.zeros_like(x[..., :1]) + b2
+
+    def ffn(act=torch.relu, before=lambda t: t, after=lambda t: t):
+        return after(F.linear(act(F.linear(before(x), w1, b1)), w2, b2))
+
+    identity = lambda t: t  # noqa: E731
+    return {
+        ACT_MISSING: lambda: ffn(act=identity),
+        Mistake(ACT_MISPLACED.id, ACT_MISPLACED.explanation + " (yours applies it to the output of linear_2)"):
+            lambda: ffn(act=identity, after=torch.relu),
+        Mistake(ACT_MISPLACED.id, ACT_MISPLACED.explanation + " (yours applies it to the input of linear_1)"):
+            lambda: ffn(act=identity, before=torch.relu),
+        Mistake(ACT_MISPLACED.id, "the block's output goes through a second ReLU: FFN(x) = "
+                "linear_2(relu(linear_1(x))) ends with linear_2"): lambda: ffn(after=torch.relu),
+        Mistake(WRONG_ACT.id, WRONG_ACT.explanation + " (yours looks like GELU)"): lambda: ffn(act=F.gelu),
+        Mistake(WRONG_ACT.id, WRONG_ACT.explanation + " (yours looks like GELU, tanh approximation)"):
+            lambda: ffn(act=lambda t: F.gelu(t, approximate="tanh")),
+        Mistake(WRONG_ACT.id, WRONG_ACT.explanation + " (yours looks like SiLU)"): lambda: ffn(act=F.silu),
+        Mistake(WRONG_ACT.id, WRONG_ACT.explanation + " (yours looks like tanh)"): lambda: ffn(act=torch.tanh),
+        Mistake(WRONG_ACT.id, WRONG_ACT.explanation + " (yours looks like a sigmoid)"): lambda: ffn(act=torch.sigmoid),
+        Mistake(WRONG_ACT.id, WRONG_ACT.explanation + " (yours looks like leaky ReLU)"): lambda: ffn(act=F.leaky_relu),
+        **extra,
+    }
+
+
+def test_layers_and_d_ff(student):
+    """linear_1 is nn.Linear(d_model, d_ff), linear_2 is nn.Linear(d_ff, d_model): d_ff respected"""
+    d_model, d_ff = 6, 20
+    module = build(student, d_model, d_ff)
+    for name, n_in, n_out in (("linear_1", d_model, d_ff), ("linear_2", d_ff, d_model)):
+        layer = getattr(module, name, None)
+        if not isinstance(layer, nn.Linear):
+            fail(f"FeedForward({d_model}, {d_ff}).{name} should be an nn.Linear, got "
+                 f"{type(layer).__name__ if layer is not None else 'no such attribute'}")
+        if (layer.in_features, layer.out_features) != (n_in, n_out):
+            fail(f"FeedForward({d_model}, {d_ff}).{name} should be nn.Linear({n_in}, {n_out}), got "
+                 f"nn.Linear({layer.in_features}, {layer.out_features})", D_FF_IGNORED)
+        if layer.bias is None:
+            fail(f"FeedForward({d_model}, {d_ff}).{name} has no bias: the paper's FFN has b_1 and b_2 "
+                 "(nn.Linear's default bias=True)")
+    names = sorted(n for n, _ in module.named_parameters())
+    expected = ["linear_1.bias", "linear_1.weight", "linear_2.bias", "linear_2.weight"]
+    if names != expected:
+        fail(f"FeedForward({d_model}, {d_ff}) should have exactly the parameters {expected}, got {names}")
+    if not all(p.requires_grad for p in module.parameters()):
+        fail("every parameter of FeedForward must be trainable (requires_grad=True)")
+
+
+def test_matches_torch_layers(student, device, dtype):
+    """Equal to Linear -> ReLU -> Linear (torch's layers, same weights) for many shapes"""
+    for shape, d_ff in (((2, 5, 8), 32), ((1, 1, 8), 16), ((1, 7, 8), 32), ((4, 1, 8), 8), ((3, 8), 24),
+                        ((2, 3, 4, 8), 16)):
+        module, ref = pair(student, shape[-1], d_ff, device, dtype)
+        module.eval()
+        x = torch.randn(shape, device=device, dtype=dtype)
+        with torch.no_grad():
+            assert_close(call(module, x), ref(x), what="linear_2(relu(linear_1(x)))",
+                         context=f"FeedForward({shape[-1]}, {d_ff}), x {describe(x)}", mistakes=mistakes_for(x, ref))
+
+
+def test_default_dropout_is_zero(student, device, dtype):
+    """dropout defaults to 0: deterministic in train mode"""
+    module, ref = pair(student, 8, 32, device, dtype)
+    module.train()
+    x = torch.randn(4, 6, 8, device=device, dtype=dtype)
+    first, second = call(module, x), call(module, x)
+    if not is_close(first, second):
+        fail("FeedForward(8, 32) in train mode gave two different outputs for the same input", DEFAULT_DROPOUT)
+    assert_close(first, ref(x), what="linear_2(relu(linear_1(x)))",
+                 context=f"FeedForward(8, 32) with the default dropout, in train mode, x {describe(x)}",
+                 mistakes=mistakes_for(x, ref, default_dropout_in_train=True))
+
+
+def _dropout_probe(student, p, device, dtype):
+    """FeedForward(16, 16, p) in train mode with linear_2 = identity plus a bias, so its output minus the
+    bias is the hidden layer after dropout. Returns (its output, relu(linear_1(x)), the bias)."""
+    d = 16
+    module = build(student, d, d, dropout=p)
+    ref = reference_ffn(d, d)
+    with torch.no_grad():
+        ref[0].weight.copy_(torch.randn(d, d) / d**0.5)
+        ref[0].bias.copy_(0.1 * torch.randn(d))
+        ref[3].weight.copy_(torch.eye(d))
+        ref[3].bias.copy_(0.5 + torch.rand(d))  # away from 0, so "dropped" and "kept" outputs differ everywhere
+    load(module, weights_of(ref), d, d)
+    module.to(device=device, dtype=dtype)
+    ref.to(device=device, dtype=dtype)
+    x = torch.randn(8, 32, d, device=device, dtype=dtype)
+    with torch.no_grad():
+        module.eval()
+        first, second = call(module, x), call(module, x)
+        if is_close(first, second):  # (dropout in eval mode is the eval check's to report)
+            assert_close(first, ref(x), name="the output in eval mode", what="linear_2(relu(linear_1(x)))",
+                         context=f"FeedForward({d}, {d}, dropout={p}), x {describe(x)}: the forward pass must be "
+                         "right before its dropout can be checked", mistakes=mistakes_for(x, ref))
+        module.train()
+        out = call(module, x)
+    return out, torch.relu(ref[0](x)).detach(), ref[3].bias.detach()
+
+
+def _share(values: torch.Tensor, candidates: list[torch.Tensor]) -> float:
+    """The share of elements equal (within tolerance) to one of the candidates at that element."""
+    rtol, atol = (1e-5, 1e-5) if values.dtype == torch.float32 else (1e-9, 1e-9)
+    hit = torch.zeros_like(values, dtype=torch.bool)
+    for c in candidates:
+        hit |= (values - c).abs() <= atol + rtol * c.abs()
+    return float(hit.float().mean())
+
+
+@pytest.mark.weight(2)
+def test_dropout_in_training(student, device, dtype):
+    """Dropout in training: hidden units zeroed with probability p, survivors scaled by 1 / (1 - p)"""
+    p = 0.3
+    out, hidden, b2 = _dropout_probe(student, p, device, dtype)
+    context = (f"FeedForward(16, 16, dropout={p}) in train mode, with linear_2 set to the identity plus a bias b, "
+               "so that output - b is the hidden layer after dropout")
+    if out.shape != hidden.shape:
+        fail(f"output should have shape {tuple(hidden.shape)}, got {tuple(out.shape)} for {context}")
+    dropped = out - b2  # (8, 32, 16): the hidden layer after dropout
+    zero = torch.zeros_like(hidden)
+    if _share(dropped, [zero, hidden / (1 - p)]) < 1.0:
+        # Which pattern do the outputs follow instead?
+        missing = _share(dropped, [hidden]) == 1.0
+        patterns = [
+            (DROPOUT_MISSING, lambda: missing),
+            (DROPOUT_SCALE, lambda: not missing and _share(dropped, [zero, hidden]) == 1.0),
+            (KEEP_PROB, lambda: _share(dropped, [zero, hidden / p]) == 1.0),
+            (Mistake(DROPOUT_MISPLACED.id, DROPOUT_MISPLACED.explanation + " (yours drops the output of linear_2)"),
+             lambda: _share(out, [zero, (hidden + b2) / (1 - p)]) == 1.0),
+        ]
+        found = tuple(m for m, test in patterns if test())
+        share = _share(dropped, [zero, hidden / (1 - p)])
+        fail(f"only {share:.1%} of the hidden units after dropout are either 0 or relu(linear_1(x)) / (1 - p) "
+             f"for {context}: dropout should zero each hidden unit with probability p and scale the others "
+             "by 1 / (1 - p)", *found)
+    positive = hidden > 0
+    n = int(positive.sum())
+    share_dropped = float(((dropped.abs() <= 1e-6) & positive).sum()) / n  # a dropped unit leaves exactly b
+    # n is about 2000 positive units: the share has a standard deviation of 0.01 around p.
+    if abs(share_dropped - p) > 0.06:
+        found = (KEEP_PROB,) if abs(share_dropped - (1 - p)) <= 0.06 else ()
+        if share_dropped == 0:
+            found = (DROPOUT_MISSING,)
+        fail(f"{share_dropped:.1%} of the {n} positive hidden units were zeroed for {context}; with dropout={p} "
+             f"about {p:.0%} should be", *found)
+
+
+def test_no_dropout_in_eval(student, device, dtype):
+    """No dropout in eval mode: deterministic and equal to torch's layers"""
+    module, ref = pair(student, 8, 32, device, dtype, dropout=0.5)
+    module.eval()
+    ref.eval()
+    x = torch.randn(4, 6, 8, device=device, dtype=dtype)
+    with torch.no_grad():
+        first, second = call(module, x), call(module, x)
+        if not is_close(first, second):
+            fail("FeedForward(8, 32, dropout=0.5) in eval mode gave two different outputs for the same input",
+                 DROPOUT_IN_EVAL)
+        assert_close(first, ref(x), what="linear_2(relu(linear_1(x))) without dropout",
+                     context=f"FeedForward(8, 32, dropout=0.5) in eval mode, x {describe(x)}",
+                     mistakes=mistakes_for(x, ref))
+
+
+@given(data=st.data())
+def test_position_wise(student, data):
+    """Position-wise: permuting positions permutes outputs; any shape, batch 1 and length 1 included"""
+    d_model, d_ff = 8, 16
+    batch, seq = data.draw(shapes(min_dims=2, max_dims=2, max_side=6), label="(batch, seq)")
+    x = data.draw(tensors(shape=(batch, seq, d_model)), label="x")
+    module, ref = pair(student, d_model, d_ff, dtype=torch.float64)
+    module.eval()
+    perm = data.draw(st.permutations(range(seq)), label="permutation of the positions")
+    context = f"x {describe(x)}, positions permuted as {perm}"
+    with torch.no_grad():
+        out = call(module, x)
+        assert_close(out, ref(x), what="linear_2(relu(linear_1(x)))", context=f"x {describe(x)}",
+                     mistakes=mistakes_for(x, ref))
+        assert_close(call(module, x[:, perm]), out[:, perm], name="FeedForward(x[:, perm])",
+                     what="FeedForward(x)[:, perm]", context=context)
+        for t in range(seq):
+            assert_close(call(module, x[:, t:t + 1]), out[:, t:t + 1], name=f"FeedForward(x[:, {t}:{t + 1}])",
+                         what=f"FeedForward(x)[:, {t}:{t + 1}]", context=f"x {describe(x)}: one position alone")
+
+
+def test_gradcheck(student):
+    """gradcheck passes in float64 (x and all four weights)"""
+    d_model, d_ff = 3, 5
+    module = build(student, d_model, d_ff).double()
+    names = ("linear_1.weight", "linear_1.bias", "linear_2.weight", "linear_2.bias")
+    x = torch.randn(2, 2, d_model, dtype=torch.float64, requires_grad=True)
+    params = dict(module.named_parameters())
+    missing = [n for n in names if n not in params]
+    if missing:
+        fail(f"FeedForward({d_model}, {d_ff}) has no parameters {missing}: use nn.Linear layers named "
+             "linear_1 and linear_2")
+    leaves = [params[n].detach().clone().requires_grad_(True) for n in names]
+
+    def fn(x, *weights):
+        return torch.func.functional_call(module, dict(zip(names, weights, strict=True)), (x,))
+
+    gradcheck(fn, (x, *leaves), context=f"FeedForward({d_model}, {d_ff}), x of shape (2, 2, {d_model})")
+
+
+def test_gradients_match_torch(student, device, dtype):
+    """Gradients (input and weights) equal those of torch's layers"""
+    d_model, d_ff = 8, 32
+    module, ref = pair(student, d_model, d_ff, device, dtype)
+    x = torch.randn(3, 5, d_model, device=device, dtype=dtype)
+    weights = torch.randn(3, 5, d_model, device=device, dtype=dtype)
+    mine, theirs = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    out = call(module, mine)  # train mode, default dropout 0
+    assert_close(out.detach(), ref(x).detach(), name="the output (before any gradient)",
+                 what="linear_2(relu(linear_1(x)))", context=f"x {describe(x)}, train mode, default dropout",
+                 mistakes=mistakes_for(x, ref, default_dropout_in_train=True))
+    (out * weights).sum().backward()
+    (ref(theirs) * weights).sum().backward()
+    if mine.grad is None:
+        fail("no gradient reached the input: the output is detached from x")
+    assert_close(mine.grad, theirs.grad, name="gradient of x", what="torch's gradient",
+                 context=f"x {describe(x)}, loss (out * w).sum()")
+    params = dict(module.named_parameters())
+    for name, theirs_p in (("linear_1.weight", ref[0].weight), ("linear_1.bias", ref[0].bias),
+                           ("linear_2.weight", ref[3].weight), ("linear_2.bias", ref[3].bias)):
+        if params[name].grad is None:
+            fail(f"{name} received no gradient: call the layer itself in forward")
+        assert_close(params[name].grad, theirs_p.grad, name=f"gradient of {name}", what="torch's gradient",
+                     context=f"x {describe(x)}, loss (out * w).sum()")
+
+
+def test_input_not_modified(student, device):
+    """The input is left unchanged"""
+    module, _ = pair(student, 8, 16, device)
+    x = torch.randn(2, 5, 8, device=device)
+    before = x.clone()
+    call(module, x)
+    assert_close(x, before, name="the input after the call", what="the input before it",
+                 mistakes={MODIFIES_INPUT: x})
+
+
+def test_keeps_dtype_and_device(student, device, dtype):
+    """The output keeps the input's dtype, device and shape (the module follows .to())"""
+    module, _ = pair(student, 8, 16, device, dtype)
+    x = torch.randn(2, 3, 8, device=device, dtype=dtype)
+    out = call(module, x)
+    if out.dtype != dtype or out.device.type != device or out.shape != x.shape:
+        fail(f"FeedForward(8, 16).to({device}, {dtype}) returned {describe(out)} for x {describe(x)}")
+
+
+# Loosened for half precision: near-zero outputs are sums of d_ff products whose rounding error is set by
+# the size of the terms, not of the sum, and matmul kernels may accumulate in a different order.
+HALF_TOLERANCE = {torch.float16: (1e-3, 1e-3), torch.bfloat16: (1.6e-2, 1e-2)}
+
+
+@pytest.mark.dtypes(cpu=(), cuda=(torch.float16, torch.bfloat16))
+def test_half_precision_forward(student, device, dtype):
+    """Half-precision forward matches torch's layers"""
+    module, ref = pair(student, 64, 256, device, dtype)
+    module.eval()
+    x = torch.randn(4, 16, 64, device=device, dtype=dtype)
+    rtol, atol = HALF_TOLERANCE[dtype]
+    with torch.no_grad():
+        assert_close(call(module, x), ref(x), what="linear_2(relu(linear_1(x)))", context=f"x {describe(x)}",
+                     rtol=rtol, atol=atol, mistakes=mistakes_for(x, ref))
