@@ -1,0 +1,15 @@
+"""Planted mistake: cross-attention takes its keys and values from the decoder's own states."""
+# expect: cross-attention-on-decoder-states
+
+
+class DecoderBlock(DecoderBlock):
+    def forward(self, x, memory, src_mask=None, tgt_mask=None):
+        if self.norm_first:
+            h = self.norm_1(x)
+            x = x + self.dropout(self.self_attn(h, h, h, tgt_mask))
+            h = self.norm_2(x)
+            x = x + self.dropout(self.cross_attn(h, h, h, src_mask))
+            return x + self.dropout(self.ffn(self.norm_3(x)))
+        x = self.norm_1(x + self.dropout(self.self_attn(x, x, x, tgt_mask)))
+        x = self.norm_2(x + self.dropout(self.cross_attn(x, x, x, src_mask)))
+        return self.norm_3(x + self.dropout(self.ffn(x)))
