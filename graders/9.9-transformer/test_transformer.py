@@ -1,0 +1,703 @@
+"""Graders of kata 9.9: the full encoder-decoder Transformer.
+
+Hidden from students: they see each check's title and message, never this file.
+
+The truth is assembled from PyTorch's own pieces holding the student's weights
+(kata.grading.torch_layers): nn.TransformerEncoder / nn.TransformerDecoder (eval, dropout 0,
+batch_first, the same norm_first, eps 1e-5, nested tensors off, a final LayerNorm exactly when
+norm_first: the paper's post-norm stack has none), plus F.embedding * sqrt(d_model), the model's own
+`pe` buffer and F.linear for the generator. The positional table is read from the model (kata 9.8
+checks its values): a float32 table converted to float64 could not match a float64 formula to 1e-7.
+
+Parameters are filled by `randomize_` (gains near 1, biases near 0, matrices scaled by fan-in), so
+that swapped norms or projections show. The base-size parameter count builds the student's model for
+real on the CPU with the random initial fills skipped (only the count matters; filling 63M values
+would cost seconds on every `kata check`).
+"""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import Phase
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from kata.grading import Mistake, assert_close, fail
+from kata.grading.compare import describe, is_close
+from kata.grading.properties import given, settings, st
+from kata.grading.torch_layers import (
+    WeightMappingError,
+    decoder_block_size,
+    encoder_block_size,
+    from_torch_state,
+    randomize_,
+    torch_decoder,
+    torch_decoder_forward,
+    torch_encoder,
+    torch_encoder_forward,
+)
+
+# ---- classic mistakes -------------------------------------------------------------------------------
+
+NO_POSITIONS = Mistake("positions-not-added",
+                       "the positional encoding was not added: both sides go through it, "
+                       "x = self.pos_encoding(self.src_embed(src)) and likewise for tgt with tgt_embed")
+NO_SRC_POSITIONS = Mistake(NO_POSITIONS.id, NO_POSITIONS.explanation + " (yours skips it on the source side)")
+NO_TGT_POSITIONS = Mistake(NO_POSITIONS.id, NO_POSITIONS.explanation + " (yours skips it on the target side)")
+NOT_SCALED = Mistake("embeddings-not-scaled",
+                     "the token embeddings were not multiplied by sqrt(d_model): call the TokenEmbedding modules "
+                     "(self.src_embed(src)), which scale, rather than their inner nn.Embedding")
+SCALED_TWICE = Mistake("embeddings-scaled-twice",
+                       "the embeddings were multiplied by sqrt(d_model) twice: TokenEmbedding already scales, do not "
+                       "scale its output again")
+CROSS_UNMASKED = Mistake("src-mask-not-in-cross-attention",
+                         "the source padding mask did not reach the decoder's cross-attention: pass src_mask to "
+                         "self.decoder(x, memory, src_mask, tgt_mask), or the target reads the source's padding")
+ENCODER_UNMASKED = Mistake("src-mask-not-in-encoder",
+                           "the encoder ran without the source padding mask: self.encoder(x, src_mask)")
+TGT_MASK_IGNORED = Mistake("tgt-mask-ignored",
+                           "the decoder's self-attention ran without tgt_mask: pass it on, "
+                           "self.decoder(x, memory, src_mask, tgt_mask)")
+MASKS_SWAPPED = Mistake("masks-swapped",
+                        "src_mask and tgt_mask were swapped in the decoder call: Decoder.forward takes "
+                        "(x, memory, src_mask, tgt_mask)")
+TGT_WITH_SRC_EMBED = Mistake("tgt-embedded-with-src-embed",
+                             "the target tokens went through src_embed: use tgt_embed for tgt")
+LOG_SOFTMAX = Mistake("log-softmax-output",
+                      "forward returned log-probabilities (log_softmax, as the Annotated Transformer's Generator "
+                      "does): the contract is raw logits, generator(h); the loss of kata 9.10 applies the "
+                      "log-softmax itself")
+SOFTMAX = Mistake("softmax-output",
+                  "forward returned probabilities (softmax): the contract is raw logits, generator(h)")
+MASK_INVERTED = Mistake("padding-mask-inverted",
+                        "the padding mask is True at the padding: True means a real token that may be attended "
+                        "to, so (tokens != pad_id)")
+MASK_SHAPE = Mistake("padding-mask-shape",
+                     "the padding mask has the wrong shape: (batch, 1, 1, len), i.e. (tokens != pad_id)[:, None, "
+                     "None, :], so it broadcasts over heads and queries and hides padding KEYS")
+PAD_HARD_CODED = Mistake("pad-id-ignored",
+                         "the padding mask ignores pad_id (a hard-coded 0?): compare the tokens with the pad_id given")
+NOT_CAUSAL = Mistake("tgt-mask-not-causal",
+                     "the target mask is not causal: combine the padding mask with causal_mask(tgt_len) "
+                     "(padding_mask(tgt, pad_id) & causal_mask(tgt_len, device=tgt.device)), so that position t "
+                     "cannot see the tokens after it")
+TGT_PADDING_IGNORED = Mistake("tgt-padding-ignored",
+                              "the target mask ignores the target's padding: AND the causal mask with "
+                              "padding_mask(tgt, pad_id)")
+FUTURE_VISIBLE = Mistake("causal-mask-transposed",
+                         "the target mask lets position t see the future and not the past: causal_mask is True ON "
+                         "and BELOW the diagonal (key j <= query i)")
+GENERATOR_NOT_TIED = Mistake("generator-not-tied",
+                             "with tie_embeddings=True the generator must use the embedding matrix: "
+                             "self.generator.weight = self.src_embed.embedding.weight (the same Parameter object)")
+TGT_EMBED_NOT_TIED = Mistake("tgt-embed-not-tied",
+                             "with tie_embeddings=True the target embedding must be the source embedding's matrix: "
+                             "self.tgt_embed.embedding.weight = self.src_embed.embedding.weight")
+TIED_BY_COPY = Mistake("tied-by-copy",
+                       "the tied matrices hold equal values but are separate Parameter objects: training would "
+                       "update them apart (and parameters() counts them twice). Assign the same Parameter object")
+BIAS_WHEN_TIED = Mistake("generator-bias-when-tied",
+                         "with tie_embeddings=True the generator has no bias: nn.Linear(d_model, vocab, bias=False) "
+                         "(logits = h E^T)")
+NO_BIAS_UNTIED = Mistake("generator-bias-missing",
+                         "without tying the generator is a plain nn.Linear(d_model, tgt_vocab_size), with its bias")
+TIED_UNASKED = Mistake("tied-when-not-asked",
+                       "the matrices are shared although tie_embeddings=False: tie only when asked")
+NOT_XAVIER = Mistake("not-xavier-init",
+                     "the matrices are not Xavier-uniform initialised: after building the model, "
+                     "for p in self.parameters(): if p.dim() > 1: nn.init.xavier_uniform_(p)")
+NO_DROPOUT = Mistake("dropout-missing",
+                     "the model gives the same output twice in training mode although dropout > 0: pass `dropout` "
+                     "to the positional encoding, the encoder and the decoder")
+DROPOUT_IN_EVAL = Mistake("dropout-in-eval",
+                          "dropout acts in eval mode: use nn.Dropout modules (they follow train()/eval()), or "
+                          "F.dropout(x, p, training=self.training)")
+MODIFIES_INPUT = Mistake("modifies-input",
+                         "an input (tokens or a mask) was changed in place: build new tensors")
+
+# Every tensor here is tiny: torch's intra-op threads only add synchronisation (with 2 threads this kata's
+# check took twice the CPU time, measured). One thread, for this grading process only.
+torch.set_num_threads(1)
+
+PAD = 0
+SMALL = {"d_model": 16, "n_heads": 2, "d_ff": 32}
+PAPER_VOCAB = 37_000
+
+
+# ---- building models -------------------------------------------------------------------------------
+
+def build(student, *, src_vocab=11, tgt_vocab=13, n_layers=2, norm_first=False, tie=False, dropout=0.0,
+          max_len=64, **sizes):
+    """The student's Transformer, small, from keyword arguments (as the contract names them)."""
+    kwargs = {**SMALL, **sizes}
+    if tie and tgt_vocab == 13:  # the untied default: a tied model has one vocabulary
+        tgt_vocab = src_vocab
+    return student.Transformer(src_vocab, tgt_vocab, d_model=kwargs["d_model"], n_heads=kwargs["n_heads"],
+                               n_layers=n_layers, d_ff=kwargs["d_ff"], dropout=dropout, max_len=max_len,
+                               norm_first=norm_first, tie_embeddings=tie)
+
+
+def part(model, path: str):
+    """model.<path>, or a failure naming the missing sub-module."""
+    obj = model
+    for name in path.split("."):
+        if not hasattr(obj, name):
+            fail(f"the Transformer has no `{path}`: the contract names its sub-modules src_embed, tgt_embed, "
+                 "pos_encoding, encoder, decoder and generator (TokenEmbedding's matrix is embedding.weight)")
+        obj = getattr(obj, name)
+    return obj
+
+
+def ready(student, device, dtype, *, seed=0, **options):
+    """A small model with random parameters, on device in dtype, in eval mode."""
+    model = build(student, **options)
+    randomize_(model, seed=seed)
+    return model.to(device, dtype).eval()
+
+
+def vocab_sizes(options) -> tuple[int, int]:
+    if options.get("tie"):
+        v = options.get("src_vocab", 11)
+        return v, v
+    return options.get("src_vocab", 11), options.get("tgt_vocab", 13)
+
+
+def tokens(batch, length, vocab, device, *, lengths=None, generator=None):
+    """(batch, length) ids in 1..vocab-1, padded (PAD = 0) after lengths[b] real tokens."""
+    ids = torch.randint(1, vocab, (batch, length), generator=generator).to(device)
+    if lengths is not None:
+        keep = torch.arange(length)[None, :] < torch.tensor(lengths)[:, None]
+        ids = torch.where(keep.to(device), ids, torch.full_like(ids, PAD))
+    return ids
+
+
+def pad_mask(ids):
+    """The grader's own padding mask: (batch, 1, 1, len), True at real tokens."""
+    return (ids != PAD)[:, None, None, :]
+
+
+def causal(length, device):
+    return torch.ones(length, length, dtype=torch.bool, device=device).tril()
+
+
+def tgt_mask_for(tgt):
+    """Causal AND the target's padding: (batch, 1, tgt_len, tgt_len)."""
+    return pad_mask(tgt) & causal(tgt.size(1), tgt.device)
+
+
+# ---- the truth, from PyTorch's pieces ----------------------------------------------------------------
+
+class Truth:
+    """PyTorch's layers holding the student model's weights; computes what the model should output."""
+
+    def __init__(self, model, n_heads, norm_first, weights=None):
+        self.n_heads = n_heads
+        try:
+            self.encoder = torch_encoder(part(model, "encoder"), n_heads, norm_first=norm_first, final_norm=norm_first)
+            self.decoder = torch_decoder(part(model, "decoder"), n_heads, norm_first=norm_first, final_norm=norm_first)
+        except WeightMappingError as exc:
+            fail(f"the encoder's and decoder's parameters do not map onto nn.TransformerEncoder/Decoder's: {exc}")
+        # Embedding and generator weights: the model's own, or leaves given by a gradient check.
+        w = weights or {
+            "src": part(model, "src_embed.embedding.weight"), "tgt": part(model, "tgt_embed.embedding.weight"),
+            "gen": part(model, "generator.weight"), "bias": getattr(part(model, "generator"), "bias", None)}
+        self.w = {k: (v.detach() if v is not None and weights is None else v) for k, v in w.items()}
+        pe = part(model, "pos_encoding.pe").detach()
+        self.d_model = self.w["src"].size(1)
+        self.pe = pe.reshape(-1, self.d_model).to(self.w["src"].dtype)  # (max_len, d_model); (1, L, d) accepted
+
+    def embed(self, ids, which, *, scale=None, positions=True):
+        scale = math.sqrt(self.d_model) if scale is None else scale
+        x = F.embedding(ids, self.w[which]) * scale  # (batch, len, d_model)
+        return x + self.pe[: ids.size(1)] if positions else x
+
+    def memory(self, src, src_mask, *, scale=None, positions=True, enc_mask=True):
+        x = self.embed(src, "src", scale=scale, positions=positions)
+        return torch_encoder_forward(self.encoder, x, src_mask if enc_mask else None, n_heads=self.n_heads)
+
+    def hidden(self, tgt, memory, src_mask, tgt_mask, *, scale=None, positions=True, cross_mask=True,
+               self_mask=True, swapped=False, tgt_table="tgt"):
+        x = self.embed(tgt, tgt_table, scale=scale, positions=positions)
+        if swapped:
+            src_mask, tgt_mask = tgt_mask, src_mask
+        return torch_decoder_forward(self.decoder, x, memory, src_mask if cross_mask else None,
+                                     tgt_mask if self_mask else None, n_heads=self.n_heads)
+
+    def logits(self, src, tgt, src_mask=None, tgt_mask=None, *, scale=None, src_positions=True,
+               tgt_positions=True, enc_mask=True, cross_mask=True, self_mask=True, swapped=False, tgt_table="tgt",
+               output="logits"):
+        memory = self.memory(src, src_mask, scale=scale, positions=src_positions, enc_mask=enc_mask)
+        h = self.hidden(tgt, memory, src_mask, tgt_mask, scale=scale, positions=tgt_positions,
+                        cross_mask=cross_mask, self_mask=self_mask, swapped=swapped, tgt_table=tgt_table)
+        out = F.linear(h, self.w["gen"], self.w["bias"])  # (batch, tgt_len, tgt_vocab)
+        return {"logits": out, "log_softmax": lambda: torch.log_softmax(out, -1),
+                "softmax": lambda: torch.softmax(out, -1)}[output]
+
+    def mistakes(self, src, tgt, src_mask, tgt_mask) -> dict:
+        """What each classic mistake makes of these inputs (computed only when a check fails)."""
+        d = self.d_model
+        found = {
+            NO_POSITIONS: lambda: self.logits(src, tgt, src_mask, tgt_mask, src_positions=False, tgt_positions=False),
+            NO_SRC_POSITIONS: lambda: self.logits(src, tgt, src_mask, tgt_mask, src_positions=False),
+            NO_TGT_POSITIONS: lambda: self.logits(src, tgt, src_mask, tgt_mask, tgt_positions=False),
+            NOT_SCALED: lambda: self.logits(src, tgt, src_mask, tgt_mask, scale=1.0),
+            SCALED_TWICE: lambda: self.logits(src, tgt, src_mask, tgt_mask, scale=float(d)),
+            LOG_SOFTMAX: lambda: self.logits(src, tgt, src_mask, tgt_mask, output="log_softmax")(),
+            SOFTMAX: lambda: self.logits(src, tgt, src_mask, tgt_mask, output="softmax")(),
+        }
+        if src_mask is not None:
+            found[CROSS_UNMASKED] = lambda: self.logits(src, tgt, src_mask, tgt_mask, cross_mask=False)
+            found[ENCODER_UNMASKED] = lambda: self.logits(src, tgt, src_mask, tgt_mask, enc_mask=False)
+        if tgt_mask is not None:
+            found[TGT_MASK_IGNORED] = lambda: self.logits(src, tgt, src_mask, tgt_mask, self_mask=False)
+        if src_mask is not None and tgt_mask is not None and src.size(1) == tgt.size(1):
+            found[MASKS_SWAPPED] = lambda: self.logits(src, tgt, src_mask, tgt_mask, swapped=True)
+        if self.w["src"] is not self.w["tgt"] and int(tgt.max()) < self.w["src"].size(0):
+            found[TGT_WITH_SRC_EMBED] = lambda: self.logits(src, tgt, src_mask, tgt_mask, tgt_table="src")
+        return found
+
+
+def logits_of(model, src, tgt, src_mask, tgt_mask, context):
+    """The student's forward, checked for type and shape."""
+    out = model(src, tgt, src_mask, tgt_mask)
+    vocab = part(model, "generator").out_features if isinstance(part(model, "generator"), nn.Linear) else None
+    if not isinstance(out, torch.Tensor):
+        fail(f"forward should return the logits tensor, got {type(out).__name__} for {context}")
+    if out.dim() != 3 or tuple(out.shape[:2]) != tuple(tgt.shape) or (vocab and out.size(2) != vocab):
+        fail(f"forward should return logits (batch, tgt_len, tgt_vocab_size) = ({tgt.size(0)}, {tgt.size(1)}, "
+             f"{vocab or 'tgt_vocab_size'}), got {describe(out)} for {context}")
+    return out
+
+
+def compare_forward(student, device, dtype, *, batch, src_len, tgt_len, src_lengths=None, tgt_lengths=None,
+                    seed=0, generator=None, **options):
+    """The student's logits against the truth, on random padded inputs."""
+    model = ready(student, device, dtype, seed=seed, **options)
+    v_src, v_tgt = vocab_sizes(options)
+    src = tokens(batch, src_len, v_src, device, lengths=src_lengths, generator=generator)
+    tgt = tokens(batch, tgt_len, v_tgt, device, lengths=tgt_lengths, generator=generator)
+    src_mask, tgt_mask = pad_mask(src), tgt_mask_for(tgt)
+    context = (f"{'pre' if options.get('norm_first') else 'post'}-norm, "
+               f"{'tied' if options.get('tie') else 'untied'}, {options.get('n_layers', 2)} layers, "
+               f"src {describe(src)} (real lengths {src_lengths or [src_len] * batch}), "
+               f"tgt {describe(tgt)} (real lengths {tgt_lengths or [tgt_len] * batch}), {dtype}")
+    truth = Truth(model, options.get("n_heads", SMALL["n_heads"]), options.get("norm_first", False))
+    out = logits_of(model, src, tgt, src_mask, tgt_mask, context)
+    assert_close(out, truth.logits(src, tgt, src_mask, tgt_mask), name="logits",
+                 what="nn.TransformerEncoder/Decoder with your weights (plus embedding, positions, generator)",
+                 context=context, rtol=RTOL.get(dtype), mistakes=truth.mistakes(src, tgt, src_mask, tgt_mask))
+
+
+# float32 through 2 + 2 blocks: each attention and layer norm rounds differently from torch's fused kernels.
+# Measured on the CPU over 40 seeds and every forward case: the reference's worst logit error is 13% of
+# (1e-5 + 1e-5 |expected|), the worst gradient error 3.7e-6 beyond 1e-5 |expected| (default atol 1e-5);
+# torch's default rtol (1.3e-6) would leave too thin a margin for CUDA's kernels, not measured here.
+# Every classic mistake is off by 1e-1 or more.
+RTOL = {torch.float32: 1e-5}
+
+
+# ---- padding_mask and target_mask --------------------------------------------------------------------
+
+def test_padding_mask(student, device):
+    """padding_mask is bool (batch, 1, 1, len), True at real tokens"""
+    ids = torch.tensor([[5, 3, 8, 0, 0], [2, 0, 4, 4, 0], [7, 7, 7, 7, 7]], device=device)
+    for pad_id in (0, 7):
+        mask = student.padding_mask(ids, pad_id)
+        context = f"tokens {ids.tolist()}, pad_id={pad_id}"
+        expected = (ids != pad_id)[:, None, None, :]
+        if not isinstance(mask, torch.Tensor):
+            fail(f"padding_mask should return a tensor, got {type(mask).__name__} for {context}")
+        if mask.dtype != torch.bool:
+            fail(f"padding_mask should return a bool mask (True = real token), got {mask.dtype} for {context}")
+        if mask.shape != expected.shape:
+            fail(f"padding_mask should return shape (batch, 1, 1, len) = {tuple(expected.shape)}, got "
+                 f"{tuple(mask.shape)} for {context}", MASK_SHAPE)
+        assert_close(mask, expected, name="padding_mask", what="(tokens != pad_id)[:, None, None, :]",
+                     context=context, mistakes={MASK_INVERTED: ~expected,
+                                                PAD_HARD_CODED: (ids != 0)[:, None, None, :]})
+
+
+def test_target_mask(student, device):
+    """target_mask is the causal mask AND the target's padding mask"""
+    tgt = torch.tensor([[1, 4, 6, 0, 0], [1, 2, 3, 4, 5]], device=device)
+    length = tgt.size(1)
+    expected = (tgt != PAD)[:, None, None, :] & causal(length, device)  # (batch, 1, T, T)
+    mask = student.target_mask(tgt, PAD)
+    context = f"target_mask(tgt, pad_id={PAD}) for tgt {tgt.tolist()}"
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        fail(f"target_mask should return a bool tensor, got {describe(mask)} for {context}")
+    try:
+        full = torch.broadcast_to(mask, expected.shape)
+    except RuntimeError:
+        fail(f"target_mask should return (batch, 1, tgt_len, tgt_len) = {tuple(expected.shape)}, got "
+             f"{tuple(mask.shape)} for {context}")
+    padding = (tgt != PAD)[:, None, None, :].expand_as(expected)
+    triangle = causal(length, device).expand_as(expected)
+    assert_close(full, expected, name="target_mask", what="padding_mask(tgt) & causal_mask(tgt_len)",
+                 context=context, mistakes={NOT_CAUSAL: padding, TGT_PADDING_IGNORED: triangle,
+                                            FUTURE_VISIBLE: padding & triangle.transpose(-2, -1),
+                                            MASK_INVERTED: ~expected,
+                                            Mistake(MASK_INVERTED.id, MASK_INVERTED.explanation
+                                                    + " (yours inverts the padding part)"): ~padding & triangle})
+    plain = student.target_mask(tgt, None)
+    context = f"target_mask(tgt, pad_id=None) for tgt of length {length}"
+    if not isinstance(plain, torch.Tensor) or plain.dtype != torch.bool or plain.shape != (length, length):
+        fail(f"without a pad_id, target_mask should return the causal mask, bool ({length}, {length}), got "
+             f"{describe(plain)} for {context}")
+    assert_close(plain, causal(length, device), name="target_mask", what="causal_mask(tgt_len)", context=context,
+                 mistakes={FUTURE_VISIBLE: causal(length, device).T, MASK_INVERTED: ~causal(length, device)})
+
+
+# ---- the model against PyTorch's pieces -------------------------------------------------------------
+
+FORWARD_CASES = [
+    dict(batch=3, src_len=7, tgt_len=5, src_lengths=[7, 4, 2], tgt_lengths=[5, 5, 3]),
+    dict(batch=2, src_len=4, tgt_len=6, src_lengths=[3, 4], tgt_lengths=[6, 2], norm_first=True, tie=True),
+    dict(batch=2, src_len=5, tgt_len=5, src_lengths=[5, 3], tgt_lengths=[4, 5], tie=True),
+    dict(batch=1, src_len=1, tgt_len=1, norm_first=True),
+    dict(batch=2, src_len=6, tgt_len=3, src_lengths=[2, 6], tgt_lengths=[3, 1], n_layers=1, d_model=24, n_heads=3,
+         d_ff=16, src_vocab=5, tgt_vocab=40),
+]
+
+
+@pytest.mark.weight(3)
+def test_matches_torch(student, device, dtype):
+    """Logits equal nn.TransformerEncoder/Decoder's with the same weights and padding masks"""
+    for seed, case in enumerate(FORWARD_CASES):
+        compare_forward(student, device, dtype, seed=seed, **case)
+
+
+# No shrinking: every failing attempt builds a model and tries a dozen classic mistakes on it, and the
+# first failing example (tried smallest first) already says enough.
+@settings(phases=(Phase.explicit, Phase.reuse, Phase.generate))
+@given(batch=st.integers(1, 3), src_len=st.integers(1, 7), tgt_len=st.integers(1, 7), data=st.data(),
+       norm_first=st.booleans(), tie=st.booleans(), n_layers=st.integers(1, 2), seed=st.integers(0, 2**31 - 1))
+def test_any_shape_matches_torch(student, batch, src_len, tgt_len, data, norm_first, tie, n_layers, seed):
+    """Equal to PyTorch's pieces for any batch, lengths, padding, norm placement and tying"""
+    src_lengths = data.draw(st.lists(st.integers(1, src_len), min_size=batch, max_size=batch), label="src_lengths")
+    tgt_lengths = data.draw(st.lists(st.integers(1, tgt_len), min_size=batch, max_size=batch), label="tgt_lengths")
+    compare_forward(student, "cpu", torch.float64, batch=batch, src_len=src_len, tgt_len=tgt_len,
+                    src_lengths=src_lengths, tgt_lengths=tgt_lengths, norm_first=norm_first, tie=tie,
+                    n_layers=n_layers, seed=seed % 1000, generator=torch.Generator().manual_seed(seed))
+
+
+def test_encode_decode_compose(student, device):
+    """encode gives the encoder's memory, decode the decoder's states, and forward is generator(decode(encode))"""
+    dtype = torch.float64
+    model = ready(student, device, dtype, seed=3)
+    truth = Truth(model, SMALL["n_heads"], False)
+    src, tgt = tokens(2, 6, 11, device, lengths=[6, 3]), tokens(2, 4, 13, device, lengths=[4, 2])
+    src_mask, tgt_mask = pad_mask(src), tgt_mask_for(tgt)
+    context = f"src {describe(src)}, tgt {describe(tgt)}, padding masks"
+    memory = model.encode(src, src_mask)
+    assert_close(memory, truth.memory(src, src_mask), name="encode(src, src_mask)",
+                 what="nn.TransformerEncoder's output (the memory) on the embedded, position-encoded source",
+                 context=context, mistakes={
+                     NO_POSITIONS: lambda: truth.memory(src, src_mask, positions=False),
+                     NOT_SCALED: lambda: truth.memory(src, src_mask, scale=1.0),
+                     SCALED_TWICE: lambda: truth.memory(src, src_mask, scale=16.0),
+                     ENCODER_UNMASKED: lambda: truth.memory(src, src_mask, enc_mask=False)})
+    expected_memory = truth.memory(src, src_mask)
+    h = model.decode(tgt, expected_memory, src_mask, tgt_mask)
+    if isinstance(h, torch.Tensor) and h.shape[-1] != SMALL["d_model"]:
+        fail(f"decode should return the decoder's states (batch, tgt_len, d_model) = (2, 4, {SMALL['d_model']}), "
+             f"got {describe(h)}: the generator is applied in forward, not in decode")
+    assert_close(h, truth.hidden(tgt, expected_memory, src_mask, tgt_mask), name="decode(tgt, memory, ...)",
+                 what="nn.TransformerDecoder's output", context=context, mistakes={
+                     NO_POSITIONS: lambda: truth.hidden(tgt, expected_memory, src_mask, tgt_mask, positions=False),
+                     NOT_SCALED: lambda: truth.hidden(tgt, expected_memory, src_mask, tgt_mask, scale=1.0),
+                     CROSS_UNMASKED: lambda: truth.hidden(tgt, expected_memory, src_mask, tgt_mask, cross_mask=False),
+                     TGT_MASK_IGNORED: lambda: truth.hidden(tgt, expected_memory, src_mask, tgt_mask,
+                                                            self_mask=False)})
+    composed = part(model, "generator")(model.decode(tgt, model.encode(src, src_mask), src_mask, tgt_mask))
+    assert_close(model(src, tgt, src_mask, tgt_mask), composed, name="forward(src, tgt, src_mask, tgt_mask)",
+                 what="generator(decode(tgt, encode(src, src_mask), src_mask, tgt_mask))", context=context,
+                 mistakes={LOG_SOFTMAX: lambda: torch.log_softmax(composed, -1),
+                           SOFTMAX: lambda: torch.softmax(composed, -1)})
+
+
+# ---- properties -------------------------------------------------------------------------------------
+
+def test_source_padding_is_invisible(student, device, dtype):
+    """Pad tokens in the source never change the outputs for real tokens"""
+    model = ready(student, device, dtype, seed=4, tie=True)
+    lengths = [5, 2, 3]
+    src = tokens(3, 5, 11, device, lengths=lengths)
+    tgt = tokens(3, 4, 11, device, lengths=[4, 4, 2])
+    tgt_mask = tgt_mask_for(tgt)
+    real = pad_mask(src)[:, 0, 0, :]  # (batch, src_len)
+    memory = model.encode(src, pad_mask(src))
+    logits = model(src, tgt, pad_mask(src), tgt_mask)
+    for variant in ("three more pad tokens at the end", "other token ids at the padded positions"):
+        if variant.startswith("three"):
+            other = torch.cat([src, torch.full((3, 3), PAD, device=device, dtype=src.dtype)], dim=1)
+            other_mask = pad_mask(other)
+        else:
+            other = torch.where(real, src, torch.randint(1, 11, src.shape, device=device))
+            other_mask = pad_mask(src)  # the mask still marks them as padding
+        context = f"source lengths {lengths}, {variant}"
+        other_memory = model.encode(other, other_mask)[:, : src.size(1)]
+        if not is_close(other_memory[real], memory[real], rtol=RTOL.get(dtype)):
+            fail(f"the encoder's outputs at real source tokens changed with {variant} ({context}): the encoder's "
+                 "self-attention must not see the padding", ENCODER_UNMASKED)
+        changed = model(other, tgt, other_mask, tgt_mask)
+        if isinstance(changed, torch.Tensor) and changed.shape == logits.shape and not is_close(
+                changed, logits, rtol=RTOL.get(dtype)):
+            worst = float((changed - logits).abs().max())
+            fail(f"the logits changed (by up to {worst:.3g}) with {variant} ({context}), although the memory at the "
+                 "real source tokens did not: the decoder read the padded source positions", CROSS_UNMASKED)
+        assert_close(changed, logits, name="logits", what="the logits without that padding", context=context,
+                     rtol=RTOL.get(dtype))
+
+
+def test_batch_independence(student, device):
+    """Each sequence's logits are independent of the others in the batch"""
+    model = ready(student, device, torch.float64, seed=5, norm_first=True)
+    src, tgt = tokens(3, 6, 11, device, lengths=[6, 1, 4]), tokens(3, 5, 13, device, lengths=[2, 5, 5])
+    together = model(src, tgt, pad_mask(src), tgt_mask_for(tgt))
+    for b in range(3):
+        alone = model(src[b:b + 1], tgt[b:b + 1], pad_mask(src[b:b + 1]), tgt_mask_for(tgt[b:b + 1]))
+        assert_close(together[b:b + 1], alone, name=f"logits of sequence {b} in a batch of 3",
+                     what="its logits computed alone", context=f"src {describe(src)}, tgt {describe(tgt)}")
+
+
+def test_causality_end_to_end(student, device):
+    """Logits at position t do not depend on the target tokens after t"""
+    model = ready(student, device, torch.float64, seed=6)
+    src, tgt = tokens(2, 5, 11, device, lengths=[5, 3]), tokens(2, 6, 13, device)
+    src_mask = pad_mask(src)
+    for how, mask_of in (("the causal mask (6, 6)", lambda t: causal(t.size(1), device)),
+                         ("your target_mask(tgt, pad_id)", lambda t: student.target_mask(t, PAD))):
+        logits = model(src, tgt, src_mask, mask_of(tgt))
+        for t in (0, 2, 4):
+            changed = tgt.clone()
+            changed[:, t + 1:] = torch.randint(1, 13, changed[:, t + 1:].shape, device=device)
+            other = model(src, changed, src_mask, mask_of(changed))
+            if not is_close(other[:, : t + 1], logits[:, : t + 1]):
+                worst = float((other[:, : t + 1] - logits[:, : t + 1]).abs().max())
+                mistake = TGT_MASK_IGNORED if how.startswith("the causal") else NOT_CAUSAL
+                fail(f"changing the target tokens after position {t} changed the logits at positions 0..{t} (by up "
+                     f"to {worst:.3g}) with {how}: the decoder's self-attention must be masked causally", mistake)
+
+
+def test_weight_tying(student):
+    """With tie_embeddings one Parameter serves both embeddings and the generator, which has no bias"""
+    model = build(student, src_vocab=12, tgt_vocab=12, tie=True)
+    src_w = part(model, "src_embed.embedding.weight")
+    tgt_w = part(model, "tgt_embed.embedding.weight")
+    gen = part(model, "generator")
+    context = "Transformer(12, 12, ..., tie_embeddings=True)"
+    for name, weight, mistake in (("tgt_embed.embedding.weight", tgt_w, TGT_EMBED_NOT_TIED),
+                                  ("generator.weight", gen.weight, GENERATOR_NOT_TIED)):
+        if weight is src_w:
+            continue
+        if isinstance(weight, torch.Tensor) and weight.shape == src_w.shape and (
+                weight.data_ptr() == src_w.data_ptr() or torch.equal(weight, src_w)):
+            fail(f"{name} is not the same Parameter object as src_embed.embedding.weight for {context}", TIED_BY_COPY)
+        fail(f"{name} is not src_embed.embedding.weight for {context}", mistake)
+    if getattr(gen, "bias", None) is not None:
+        fail(f"the generator has a bias of shape {tuple(gen.bias.shape)} for {context}", BIAS_WHEN_TIED)
+    count = sum(p.numel() for p in model.parameters())
+    expected = expected_count(12, 12, 16, 32, 2, tie=True, norm_first=False)
+    if count != expected:
+        fail(f"{context} has {count:,} parameters, expected {expected:,}")
+    moved = model.to(torch.float64)
+    if part(moved, "generator.weight") is not part(moved, "src_embed.embedding.weight"):
+        fail(f"after .to(torch.float64) the generator's weight is no longer the embedding's for {context}")
+    untied = build(student, src_vocab=12, tgt_vocab=12, tie=False)
+    weights = [part(untied, p) for p in ("src_embed.embedding.weight", "tgt_embed.embedding.weight",
+                                         "generator.weight")]
+    if len({w.data_ptr() for w in weights}) != 3:
+        fail("with tie_embeddings=False the embeddings and the generator should each have their own matrix",
+             TIED_UNASKED)
+    try:
+        build(student, src_vocab=12, tgt_vocab=15, tie=True)
+    except NotImplementedError:
+        raise
+    except ValueError:
+        return
+    except Exception as exc:  # the student's constructor raised something else
+        fail(f"Transformer(12, 15, ..., tie_embeddings=True) should raise ValueError (one matrix needs one "
+             f"vocabulary), but raised {type(exc).__name__}: {exc}")
+    fail("Transformer(12, 15, ..., tie_embeddings=True) should raise ValueError: one shared matrix needs one "
+         "vocabulary (src_vocab_size == tgt_vocab_size)")
+
+
+def test_gradients_match_torch(student, device, dtype):
+    """Gradients of every parameter equal PyTorch's, the shared matrix's included"""
+    for tie in (False, True):
+        model = ready(student, device, dtype, seed=7, tie=tie, norm_first=tie)
+        if tie and not (part(model, "generator.weight") is part(model, "src_embed.embedding.weight")
+                        is part(model, "tgt_embed.embedding.weight")):
+            fail("with tie_embeddings=True the embeddings and the generator should be one Parameter: the gradient "
+                 "of the shared matrix sums its three uses", GENERATOR_NOT_TIED if part(model, "generator.weight")
+                 is not part(model, "src_embed.embedding.weight") else TGT_EMBED_NOT_TIED)
+        v_src, v_tgt = vocab_sizes({"tie": tie})
+        src, tgt = tokens(2, 5, v_src, device, lengths=[5, 3]), tokens(2, 4, v_tgt, device, lengths=[4, 3])
+        src_mask, tgt_mask = pad_mask(src), tgt_mask_for(tgt)
+        # Leaves for the torch side: one shared leaf when tied, so its gradient sums the three uses.
+        shared = part(model, "src_embed.embedding.weight").detach().clone().requires_grad_(True)
+        leaves = {"src": shared,
+                  "tgt": shared if tie else part(model, "tgt_embed.embedding.weight").detach().clone().requires_grad_(),
+                  "gen": shared if tie else part(model, "generator.weight").detach().clone().requires_grad_(True)}
+        bias = getattr(part(model, "generator"), "bias", None)
+        leaves["bias"] = None if bias is None else bias.detach().clone().requires_grad_(True)
+        truth = Truth(model, SMALL["n_heads"], tie, weights=leaves)
+        w = torch.randn(2, 4, v_tgt, device=device, dtype=dtype)
+        context = f"{'tied' if tie else 'untied'}, {'pre' if tie else 'post'}-norm, {dtype}"
+        mine = logits_of(model, src, tgt, src_mask, tgt_mask, context)
+        theirs = truth.logits(src, tgt, src_mask, tgt_mask)
+        if not is_close(mine, theirs, rtol=RTOL.get(dtype)):
+            # The forward is wrong already: say so (the logits check has the details), not 20 gradients later.
+            found = [m for m, v in truth.mistakes(src, tgt, src_mask, tgt_mask).items()
+                     if is_close(mine, v(), rtol=max(RTOL.get(dtype, 0), 1e-5), atol=1e-5)]
+            fail(f"the logits already differ from PyTorch's ({context}): fix the forward first (see the check "
+                 "of the logits); gradients are compared once it matches", *found)
+        (mine * w).sum().backward()
+        (theirs * w).sum().backward()
+        expected = {"src_embed.embedding.weight": leaves["src"].grad}
+        if not tie:
+            expected["tgt_embed.embedding.weight"] = leaves["tgt"].grad
+            expected["generator.weight"] = leaves["gen"].grad
+        if leaves["bias"] is not None:
+            expected["generator.bias"] = leaves["bias"].grad
+        for stack in ("encoder", "decoder"):
+            torch_stack = getattr(truth, stack)
+            grads = {n: p.grad for n, p in torch_stack.named_parameters()}
+            expected.update({f"{stack}.{n}": g for n, g in from_torch_state(grads).items()})
+        params = dict(model.named_parameters())
+        for name, grad in expected.items():
+            mine = params.get(name)
+            if mine is None:
+                fail(f"the model has no parameter {name} ({context})")
+            if mine.grad is None:
+                fail(f"no gradient reached {name} ({context}): is it used in forward?")
+            assert_close(mine.grad, grad, name=f"gradient of {name}", what="PyTorch's", context=context,
+                         rtol=RTOL.get(dtype))
+
+
+# ---- size and initialisation ------------------------------------------------------------------------
+
+def expected_count(v_src, v_tgt, d_model, d_ff, n_layers, *, tie, norm_first):
+    """Parameters of the contract's model: blocks, final norms (pre-norm only), embeddings, generator."""
+    blocks = n_layers * (encoder_block_size(d_model, d_ff) + decoder_block_size(d_model, d_ff))
+    final_norms = 2 * 2 * d_model if norm_first else 0
+    if tie:
+        return blocks + final_norms + v_src * d_model
+    return blocks + final_norms + v_src * d_model + v_tgt * d_model + v_tgt * d_model + v_tgt
+
+
+class NoRandomFill(TorchFunctionMode):
+    """Skips torch.nn.init's functions and the in-place random fills: a model builds in a fraction of a second."""
+
+    FILLS = frozenset({"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_",
+                       "log_normal_", "cauchy_"})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if getattr(func, "__module__", "") == "torch.nn.init" or getattr(func, "__name__", "") in self.FILLS:
+            target = args[0] if args else next((v for v in kwargs.values() if isinstance(v, torch.Tensor)), None)
+            if isinstance(target, torch.Tensor):
+                return target
+        return func(*args, **kwargs)
+
+
+def count_diagnosis(difference, vocab, d_model) -> tuple[Mistake, ...]:
+    return {vocab: (BIAS_WHEN_TIED,), vocab * d_model: (GENERATOR_NOT_TIED,),
+            vocab * d_model + vocab: (GENERATOR_NOT_TIED,)}.get(difference, ())
+
+
+def test_base_parameter_count(student):
+    """The paper's base model with a shared 37,000-token vocabulary has exactly 63,082,496 parameters"""
+    for tie, paper in ((True, 63_082_496), (False, None)):
+        with NoRandomFill():
+            model = student.Transformer(PAPER_VOCAB, PAPER_VOCAB, tie_embeddings=tie)
+        count = sum(p.numel() for p in model.parameters())
+        expected = expected_count(PAPER_VOCAB, PAPER_VOCAB, 512, 2048, 6, tie=tie, norm_first=False)
+        assert paper is None or expected == paper, "the grader's own count is off"
+        context = f"Transformer({PAPER_VOCAB}, {PAPER_VOCAB}, tie_embeddings={tie}) with the defaults"
+        del model
+        if count != expected:
+            difference = count - expected
+            fail(f"{context} has {count:,} parameters, expected {expected:,} (12 blocks: 44,138,496; "
+                 f"{'one' if tie else 'three'} {PAPER_VOCAB:,} x 512 matri{'x' if tie else 'ces'}"
+                 f"{'' if tie else ' and the generator bias'}): {difference:+,}",
+                 *(count_diagnosis(difference, PAPER_VOCAB, 512) if tie else
+                   ((NO_BIAS_UNTIED,) if difference == -PAPER_VOCAB else ())))
+
+
+def test_xavier_initialisation(student):
+    """Every matrix starts Xavier-uniform: within +-sqrt(6 / (fan_in + fan_out)), spread like U(-a, a)"""
+    torch.manual_seed(0)
+    model = build(student, src_vocab=300, tgt_vocab=200, d_model=32, n_heads=4, d_ff=64, n_layers=1)
+    for name, p in model.named_parameters():
+        if p.dim() < 2:
+            continue
+        fan_out, fan_in = p.shape[0], p[0].numel()
+        bound = math.sqrt(6.0 / (fan_in + fan_out))
+        values = p.detach().double()
+        largest, spread = float(values.abs().max()), float(values.std())
+        if largest > bound * (1 + 1e-6) or not 0.85 < spread / (bound / math.sqrt(3)) < 1.15:
+            fail(f"{name} {tuple(p.shape)} has values up to {largest:.3g} with standard deviation {spread:.3g}; "
+                 f"Xavier uniform gives U(-{bound:.3g}, {bound:.3g}), standard deviation {bound / math.sqrt(3):.3g}",
+                 NOT_XAVIER)
+
+
+# ---- modes, inputs, devices -------------------------------------------------------------------------
+
+def test_dropout_train_and_eval(student, device):
+    """Dropout acts in training mode and not in eval mode"""
+    model = build(student, dropout=0.3).to(device)
+    randomize_(model, seed=8)
+    src, tgt = tokens(2, 6, 11, device), tokens(2, 5, 13, device)
+    args = (src, tgt, pad_mask(src), tgt_mask_for(tgt))
+    model.train()
+    if is_close(model(*args), model(*args)):
+        fail("two forwards in training mode with dropout=0.3 gave the same logits", NO_DROPOUT)
+    model.eval()
+    first = model(*args)
+    if not is_close(model(*args), first):
+        fail("two forwards in eval mode with dropout=0.3 gave different logits", DROPOUT_IN_EVAL)
+    truth = Truth(model, SMALL["n_heads"], False)
+    assert_close(first, truth.logits(*args), name="eval-mode logits of a model built with dropout=0.3",
+                 what="PyTorch's pieces without dropout", rtol=RTOL[torch.float32], mistakes=truth.mistakes(*args))
+
+
+def test_inputs_not_modified(student, device):
+    """Tokens and masks are left unchanged"""
+    model = ready(student, device, torch.float32, seed=9)
+    src, tgt = tokens(2, 5, 11, device, lengths=[5, 2]), tokens(2, 4, 13, device, lengths=[4, 1])
+    src_mask, tgt_mask = pad_mask(src), tgt_mask_for(tgt)
+    saved = [t.clone() for t in (src, tgt, src_mask, tgt_mask)]
+    model(src, tgt, src_mask, tgt_mask)
+    for name, now, before in zip(("src", "tgt", "src_mask", "tgt_mask"), (src, tgt, src_mask, tgt_mask), saved,
+                                 strict=True):
+        if not torch.equal(now, before):
+            fail(f"forward changed its argument {name} in place", MODIFIES_INPUT)
+
+
+# Half precision rounds at every step (bf16 keeps 8 bits of mantissa). Against the float32 truth, over 50
+# seeds with CPU half kernels (2 + 2 blocks, tied, post- and pre-norm, logits up to 4), the reference's worst
+# errors were 8.3e-3 (fp16) and 9.9e-2, or 5.2e-2 beyond 5% of |expected| (bf16): these tolerances leave a
+# margin of 2-3x. Not measured on CUDA (no GPU where this was written).
+HALF_TOLERANCES = {torch.float16: (2e-2, 2e-2), torch.bfloat16: (5e-2, 1.5e-1)}
+
+
+@pytest.mark.dtypes(cpu=(), cuda=(torch.float16, torch.bfloat16))
+def test_half_precision_forward(student, device, dtype):
+    """Half-precision forward matches PyTorch's pieces in float32"""
+    for norm_first in (False, True):
+        model = ready(student, device, torch.float32, seed=10, tie=True, norm_first=norm_first)
+        src, tgt = tokens(2, 6, 11, device, lengths=[6, 4]), tokens(2, 5, 11, device, lengths=[5, 3])
+        src_mask, tgt_mask = pad_mask(src), tgt_mask_for(tgt)
+        truth = Truth(model, SMALL["n_heads"], norm_first)
+        expected = truth.logits(src, tgt, src_mask, tgt_mask).detach()
+        candidates = truth.mistakes(src, tgt, src_mask, tgt_mask)
+        found = {m: (lambda v=v: v().detach().to(dtype)) for m, v in candidates.items()}
+        context = f"{'pre' if norm_first else 'post'}-norm, tied, {dtype} on {device}"
+        out = logits_of(model.to(dtype), src, tgt, src_mask, tgt_mask, context)
+        rtol, atol = HALF_TOLERANCES[dtype]
+        assert_close(out, expected.to(dtype), name="logits", what="PyTorch's pieces in float32", context=context,
+                     rtol=rtol, atol=atol, mistakes=found)
