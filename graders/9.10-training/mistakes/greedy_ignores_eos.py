@@ -1,0 +1,13 @@
+"""Planted mistake: greedy decoding ignores eos and always runs to max_len."""
+# expect: greedy-eos
+
+
+def greedy_decode(model, src, max_len, bos_id, eos_id, src_mask=None):
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)
+        ys = torch.full((src.size(0), 1), bos_id, dtype=torch.long, device=src.device)
+        for _ in range(max_len - 1):
+            out = model.decode(ys, memory, src_mask, causal_mask(ys.size(1), device=src.device))
+            next_token = model.generator(out[:, -1]).argmax(dim=-1)
+            ys = torch.cat([ys, next_token.unsqueeze(1)], dim=1)
+    return ys

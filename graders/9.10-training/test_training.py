@@ -1,0 +1,1048 @@
+"""Graders of kata 9.10: training (Noam schedule, Adam, label smoothing, train_step, greedy decoding, copy task).
+
+Hidden from students: they see each check's title and message, never this file.
+
+Isolation: the model in every check is the REFERENCE Transformer of kata 9.9 (kata.earlier resolves to
+the reference solutions while grading). Inside the checks of make_scheduler the student's noam_lr is
+replaced by a correct one, and inside the checks of train_step their label_smoothing_loss is, so a
+mistake in one piece costs points in that piece's checks. The substitutes are this file's own
+(correct_noam_lr, correct_loss), not the reference solution's: the sandbox forbids the student's code
+to call the reference solution. The copy-task capstone uses everything of
+the student's training code (optimiser, scheduler, loss, train_step) and measures accuracy with the
+reference greedy decoder (greedy_decode has its own checks).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from kata import copy_task
+from kata.grading import CheckFailed, ErrorPattern, Mistake, assert_close, fail
+from kata.grading.compare import describe, matching_mistakes
+from kata.grading.properties import given, st
+
+PAD, BOS, EOS = copy_task.PAD_ID, copy_task.BOS_ID, copy_task.EOS_ID
+
+
+def _warm_up_torch_optim() -> None:
+    """Build each optimiser a student may reach for, and a scheduler, once, while the graders load.
+
+    The first optimiser torch builds in a process imports torch._dynamo (which rebinds torch.manual_seed)
+    and wraps its class's step(), and the first step() initialises the profiler's lazy state: done here,
+    that is part of the state sealed before the student's code runs, not a change that looks like theirs.
+    """
+    weight = torch.nn.Parameter(torch.zeros(2))
+    for optimizer_class in (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD):
+        optimizer = optimizer_class([weight], lr=0.0)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+        optimizer.zero_grad()
+        (weight * 2).sum().backward()
+        torch.nn.utils.clip_grad_norm_([weight], 1.0)
+        optimizer.step()  # the first step also initialises the profiler's lazy state
+        scheduler.step()
+
+
+_warm_up_torch_optim()
+
+# ---------------------------------------------------------------------------------------------------
+# Classic mistakes
+# ---------------------------------------------------------------------------------------------------
+OFF_BY_ONE = Mistake(
+    "schedule-off-by-one",
+    "the schedule is one step off: the rate after k scheduler steps must be noam_lr(k) (step 0 counts as 1, "
+    "via max(step, 1)); don't add or subtract 1 from the step")
+WARMUP_EXPONENT = Mistake(
+    "warmup-exponent",
+    "the warm-up branch has the wrong exponent: it is step * warmup_steps^-1.5, so that both branches meet at "
+    "step = warmup_steps (warmup_steps * warmup_steps^-1.5 = warmup_steps^-0.5)")
+D_MODEL_FACTOR = Mistake(
+    "d-model-factor",
+    "the d_model factor is wrong or missing: the rate is factor * d_model^-0.5 * min(...), "
+    "i.e. divided by sqrt(d_model)")
+MIN_NOT_MAX = Mistake(
+    "schedule-max-not-min",
+    "the two branches are combined with max: the rate is the MIN of step^-0.5 and step * warmup_steps^-1.5 "
+    "(the linear ramp is the smaller one during warm-up, the decay after it)")
+STEP_ZERO = Mistake(
+    "step-zero",
+    "step 0 breaks the formula (0^-0.5 divides by zero): LambdaLR asks for step 0 when it is built, so count "
+    "step 0 as step 1 with step = max(step, 1)")
+ADAM_SETTINGS = Mistake(
+    "adam-settings",
+    "Adam is not set up as in the paper: betas=(0.9, 0.98), eps=1e-9 (torch's defaults are (0.9, 0.999) and "
+    "1e-8), no weight decay")
+BASE_LR = Mistake(
+    "base-lr",
+    "the optimiser's base learning rate should be 1.0: LambdaLR multiplies the base rate by the lambda, so only "
+    "with a base of 1.0 is the rate used the Noam rate itself")
+WRONG_CLASSES = Mistake(
+    "smoothing-wrong-classes",
+    "the smoothing mass is spread over the wrong classes: the target is (1 - e) * one_hot + e / K over ALL K "
+    "classes (the true one included), which gives loss = (1 - e) * nll + e * mean over the K classes of -log p")
+SMOOTHING_WEIGHTS = Mistake(
+    "smoothing-weights",
+    "the two terms are weighted wrongly: loss = (1 - e) * (-log p_y) + e * mean_c(-log p_c)")
+KL_DIVERGENCE = Mistake(
+    "kl-divergence",
+    "this is the KL divergence KL(q || p) (what nn.KLDivLoss computes), which is smaller than the cross-entropy "
+    "by the entropy of the smoothed target q. It has the same gradients, but the contract is the cross-entropy "
+    "-sum_c q_c log p_c, which is what F.cross_entropy(label_smoothing=e) reports")
+PAD_IN_MEAN = Mistake(
+    "pad-in-mean",
+    "padding is counted: the mean must be over the targets that are not ignore_index (sum of their losses "
+    "divided by their number), with the ignored positions contributing nothing")
+NO_LOG_SOFTMAX = Mistake(
+    "no-log-softmax",
+    "log-softmax is missing: the logits are unnormalised scores, the loss needs log p = log_softmax(logits) "
+    "(logits minus their logsumexp)")
+SUM_NOT_MEAN = Mistake(
+    "sum-not-mean",
+    "the token losses are summed: the contract is their mean over the real (non-ignored) tokens")
+NO_SMOOTHING = Mistake(
+    "smoothing-ignored",
+    "the smoothing is not applied: this is the plain cross-entropy, as if smoothing were 0")
+NOT_SHIFTED = Mistake(
+    "targets-not-shifted",
+    "teacher forcing needs the targets shifted by one: the decoder reads tgt[:, :-1] ([bos, y_1, ..., y_n]) and "
+    "is trained to predict tgt[:, 1:] ([y_1, ..., y_n, eos]), the next token at every position")
+NO_CAUSAL = Mistake(
+    "no-causal-mask",
+    "the decoder's self-attention has no causal mask: position t can see the token it must predict. "
+    "tgt_mask = padding_mask(tgt_in, pad_id) & causal_mask(tgt_in.size(1))")
+NO_SRC_MASK = Mistake(
+    "no-source-padding-mask",
+    "the source padding is not masked: pass src_mask = padding_mask(src, pad_id) to the model")
+LOSS_ARGUMENTS = Mistake(
+    "loss-arguments",
+    "the loss is not called as the step asks: label_smoothing_loss(logits, tgt[:, 1:], smoothing, "
+    "ignore_index=pad_id)")
+GRADS_NOT_ZEROED = Mistake(
+    "grads-not-zeroed",
+    "gradients accumulate across steps: .backward() ADDS to .grad, so call optimizer.zero_grad() before "
+    "loss.backward() in every step")
+ZERO_AFTER_BACKWARD = Mistake(
+    "zero-grad-after-backward",
+    "the gradients are zeroed between backward() and optimizer.step(), so the step has nothing to apply: "
+    "zero them BEFORE loss.backward()")
+SCHEDULER_STEPS = Mistake(
+    "scheduler-steps",
+    "the scheduler must advance exactly once per optimiser step, after optimizer.step()")
+NOT_TRAIN_MODE = Mistake(
+    "not-train-mode",
+    "train_step must call model.train() first: after an evaluation (model.eval()) dropout would stay off "
+    "during training")
+CLIPPING = Mistake(
+    "grad-clipping",
+    "with max_grad_norm, clip the total norm of all the gradients together, after backward() and before "
+    "optimizer.step(): torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)")
+GREEDY_EOS = Mistake(
+    "greedy-eos",
+    "a sequence that produced eos is finished: its later positions must be eos_id, and decoding stops as soon "
+    "as every sequence of the batch has finished")
+GREEDY_MAX_LEN = Mistake(
+    "greedy-max-len",
+    "max_len counts the whole output, bos included: the output has at most max_len columns")
+GREEDY_GRAPH = Mistake(
+    "greedy-keeps-graph",
+    "decoding builds an autograd graph: wrap the loop in `with torch.no_grad():` (decoding never backpropagates, "
+    "and the graph of every step would be kept in memory)")
+GREEDY_CAUSAL = Mistake(
+    "greedy-no-causal-mask",
+    "decode the prefix with the causal mask, as in training: model.decode(ys, memory, src_mask, "
+    "causal_mask(ys.size(1)))")
+GREEDY_BATCH = Mistake(
+    "greedy-batch",
+    "each sequence of the batch must be decoded on its own: the argmax over the vocabulary (dim=-1) of each row, "
+    "each row's own src_mask, and a finished flag per sequence")
+GREEDY_SRC_MASK = Mistake(
+    "greedy-ignores-src-mask",
+    "src_mask must be passed on to model.encode and model.decode: the source padding must stay hidden")
+
+ERROR_PATTERNS = [
+    ErrorPattern(STEP_ZERO, message=r"ZeroDivisionError"),
+    ErrorPattern(NOT_SHIFTED, message=r"(size|shape)", code=r"label_smoothing_loss|loss"),
+]
+
+
+def relatively_close(actual, candidate, rtol: float = 1e-9) -> bool:
+    """Same shape, and equal to rtol relative (inf equal to inf): for values far below assert_close's atol floor."""
+    if not isinstance(actual, torch.Tensor) or actual.shape != candidate.shape:
+        return False
+    a, c = actual.detach().double().cpu(), candidate.detach().double().cpu()
+    same_inf = torch.isinf(a) & torch.isinf(c) & (torch.sign(a) == torch.sign(c))
+    return bool(((a - c).abs() <= rtol * c.abs() + 1e-300).logical_or(same_inf).all())
+
+
+def assert_close_relative(actual, expected, *, mistakes: dict, **kwargs) -> None:
+    """assert_close, but a mistake is named only when it reproduces the output to 1e-9 RELATIVE: the learning
+    rates compared here are ~1e-4 to 1e-7, below the absolute tolerance that assert_close's diagnosis allows."""
+    try:
+        assert_close(actual, expected, **kwargs)
+    except CheckFailed as exc:
+        found = []
+        for mistake, candidate in mistakes.items():
+            try:
+                value = candidate() if callable(candidate) else candidate
+            except Exception:  # a mistake's model that does not apply here
+                continue
+            if relatively_close(actual, value):
+                found.append(mistake)
+        raise CheckFailed(str(exc), tuple(found)) from None
+
+
+# ---------------------------------------------------------------------------------------------------
+# The schedule
+# ---------------------------------------------------------------------------------------------------
+def noam(step: int, d_model: int, warmup: int, factor: float = 1.0, *, warmup_power: float = -1.5,
+         d_power: float = -0.5, combine=min) -> float:
+    step = max(step, 1)
+    return factor * d_model ** d_power * combine(step ** -0.5, step * warmup ** warmup_power)
+
+
+def correct_noam_lr(step: int, d_model: int, warmup_steps: int, factor: float = 1.0) -> float:
+    """noam_lr as the contract has it: put in the student's module while make_scheduler is checked (the
+    grader's own, not the reference solution's: the student's code may not call the reference)."""
+    return noam(step, d_model, warmup_steps, factor)
+
+
+def schedule_mistakes(steps: list[int], d_model: int, warmup: int, factor: float) -> dict:
+    """What each classic schedule mistake gives at `steps`, as float64 tensors."""
+
+    def values(rate) -> torch.Tensor:
+        return torch.tensor([rate(s) for s in steps], dtype=torch.float64)
+
+    found = {
+        Mistake(OFF_BY_ONE.id, OFF_BY_ONE.explanation + " (yours is noam_lr(k + 1))"):
+            lambda: values(lambda s: noam(s + 1, d_model, warmup, factor)),
+        Mistake(OFF_BY_ONE.id, OFF_BY_ONE.explanation + " (yours is noam_lr(k - 1))"):
+            lambda: values(lambda s: noam(s - 1, d_model, warmup, factor)),
+        MIN_NOT_MAX: lambda: values(lambda s: noam(s, d_model, warmup, factor, combine=max)),
+        STEP_ZERO: lambda: values(lambda s: math.inf if s == 0 else noam(s, d_model, warmup, factor)),
+    }
+    for power in (-0.5, -1.0, -2.0, 1.5, -1.0 / 1.5):
+        found[Mistake(WARMUP_EXPONENT.id, WARMUP_EXPONENT.explanation + f" (yours uses warmup_steps^{power:g})")] = (
+            lambda power=power: values(lambda s: noam(s, d_model, warmup, factor, warmup_power=power)))
+    for power, what in ((0.0, "no d_model factor"), (0.5, "d_model^0.5"), (-1.0, "d_model^-1")):
+        found[Mistake(D_MODEL_FACTOR.id, D_MODEL_FACTOR.explanation + f" (yours has {what})")] = (
+            lambda power=power: values(lambda s: noam(s, d_model, warmup, factor, d_power=power)))
+    return found
+
+
+def call_noam(student, step: int, d_model: int, warmup: int, factor: float) -> float:
+    value = student.noam_lr(step, d_model, warmup, factor)
+    if isinstance(value, torch.Tensor):
+        fail(f"noam_lr({step}, {d_model}, {warmup}, {factor}) returned a tensor {describe(value)}: it should "
+             "return a Python float (use ** and min() on numbers, or .item())")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        fail(f"noam_lr({step}, {d_model}, {warmup}, {factor}) should return a float, got {type(value).__name__}")
+    return float(value)
+
+
+SCHEDULE_CASES = [  # (d_model, warmup_steps, factor)
+    (512, 4000, 1.0),  # the paper's base model
+    (64, 100, 2.0),
+    (128, 10, 0.5),
+]
+
+
+def key_steps(warmup: int) -> list[int]:
+    """Step 0 and 1, mid warm-up, the peak, 2x warm-up and 100k."""
+    return sorted({0, 1, 2, max(1, warmup // 2), warmup - 1, warmup, warmup + 1, 2 * warmup, 100_000})
+
+
+def test_noam_lr_values(student):
+    """noam_lr: exact values at steps 0, 1, mid warm-up, the peak, 2x warm-up and 100k"""
+    for d_model, warmup, factor in SCHEDULE_CASES:
+        steps = key_steps(warmup)
+        got = torch.tensor([call_noam(student, s, d_model, warmup, factor) for s in steps], dtype=torch.float64)
+        want = torch.tensor([noam(s, d_model, warmup, factor) for s in steps], dtype=torch.float64)
+        assert_close_relative(got, want, name="noam_lr at steps " + str(steps), what="the paper's schedule",
+                     context=f"d_model={d_model}, warmup_steps={warmup}, factor={factor}",
+                     mistakes=schedule_mistakes(steps, d_model, warmup, factor))
+
+
+@given(d_model=st.sampled_from([16, 64, 256, 512, 1024]), warmup=st.integers(1, 5000),
+       factor=st.sampled_from([0.5, 1.0, 2.0]), data=st.data())
+def test_noam_lr_shape(student, d_model, warmup, factor, data):
+    """noam_lr rises linearly to its peak factor/sqrt(d_model * warmup_steps) at warmup_steps, then decays"""
+    context = f"d_model={d_model}, warmup_steps={warmup}, factor={factor}"
+    # Steps 1..4 * warmup_steps: the landmarks and a few drawn ones (each call of the student's code costs
+    # milliseconds under the grading sandbox).
+    drawn = data.draw(st.lists(st.integers(1, 4 * warmup), max_size=12), label="steps")
+    steps = sorted({1, 2, max(1, warmup // 2), 2 * max(1, warmup // 2), max(1, warmup - 1), warmup, warmup + 1,
+                    2 * warmup, 4 * warmup, *drawn})
+    rates = [call_noam(student, s, d_model, warmup, factor) for s in steps]
+    at = dict(zip(steps, rates, strict=True))
+    trace = torch.tensor(rates, dtype=torch.float64)
+
+    def diagnosed() -> tuple[Mistake, ...]:
+        """The classic mistakes whose schedule is this one."""
+        return tuple(m for m, c in schedule_mistakes(steps, d_model, warmup, factor).items()
+                     if relatively_close(trace, c()))
+
+    peak = factor * (d_model * warmup) ** -0.5
+    if not math.isclose(at[warmup], peak, rel_tol=1e-9):
+        fail(f"the peak noam_lr(warmup_steps) = {at[warmup]:.6g} should be factor * (d_model * warmup_steps)^-0.5 "
+             f"= {peak:.6g} for {context}", *diagnosed())
+    for before, after in itertools.pairwise(steps):
+        if after <= warmup and not at[after] > at[before]:
+            fail(f"noam_lr should rise during warm-up, but noam_lr({after}) = {at[after]:.6g} is not above "
+                 f"noam_lr({before}) = {at[before]:.6g} for {context}", *diagnosed())
+        if before >= warmup and not at[after] < at[before]:
+            fail(f"noam_lr should decay after warm-up, but noam_lr({after}) = {at[after]:.6g} is not below "
+                 f"noam_lr({before}) = {at[before]:.6g} for {context}", *diagnosed())
+    half = max(1, warmup // 2)
+    if 2 * half <= warmup and not math.isclose(at[2 * half], 2 * at[half], rel_tol=1e-9):
+        fail(f"the warm-up should be linear: noam_lr({2 * half}) = {at[2 * half]:.6g} should be twice "
+             f"noam_lr({half}) = {at[half]:.6g} for {context}", *diagnosed())
+    last = 4 * warmup
+    if not math.isclose(at[last], peak / 2, rel_tol=1e-9):
+        fail(f"after the warm-up the rate should decay as 1/sqrt(step): noam_lr(4 * warmup_steps) = {at[last]:.6g} "
+             f"should be half the peak, {peak / 2:.6g}, for {context}", *diagnosed())
+
+
+# ---------------------------------------------------------------------------------------------------
+# Optimiser and scheduler
+# ---------------------------------------------------------------------------------------------------
+def tiny_model(reference, *, device="cpu", dtype=torch.float32, n_layers=2, dropout=0.0, vocab=9):
+    """A small reference Transformer (kata 9.9)."""
+    model = reference.Transformer(vocab, vocab, d_model=16, n_heads=2, n_layers=n_layers, d_ff=32, dropout=dropout,
+                                  max_len=32)
+    return model.to(device=device, dtype=dtype)
+
+
+def test_make_optimizer(student, reference):
+    """make_optimizer: Adam over every parameter, betas (0.9, 0.98), eps 1e-9, base lr 1.0"""
+    model = tiny_model(reference)
+    optimizer = student.make_optimizer(model)
+    if not isinstance(optimizer, torch.optim.Adam):
+        fail(f"make_optimizer should return a torch.optim.Adam, got {type(optimizer).__name__}", ADAM_SETTINGS)
+    expected = {id(p) for p in model.parameters()}
+    seen = [id(p) for group in optimizer.param_groups for p in group["params"]]
+    if len(seen) != len(set(seen)) or set(seen) != expected:
+        missing = len(expected - set(seen))
+        fail(f"the optimiser should hold each of the model's {len(expected)} parameter tensors once: "
+             f"{missing} missing, {len(seen) - len(set(seen))} repeated, {len(set(seen) - expected)} foreign "
+             "(pass model.parameters())")
+    for i, group in enumerate(optimizer.param_groups):
+        betas = tuple(float(b) for b in group["betas"])
+        problems = []
+        if betas != (0.9, 0.98):
+            problems.append(f"betas {betas}, want (0.9, 0.98)")
+        if group["eps"] != 1e-9:
+            problems.append(f"eps {group['eps']:g}, want 1e-9")
+        if group.get("weight_decay", 0) != 0:
+            problems.append(f"weight_decay {group['weight_decay']:g}, want 0")
+        if problems:
+            fail(f"parameter group {i}: " + "; ".join(problems), ADAM_SETTINGS)
+        lr = float(group["lr"])
+        if lr != 1.0:
+            fail(f"parameter group {i} has lr {lr:g}: the base rate should be 1.0, so that the scheduler's "
+                 "multiplier is the learning rate", BASE_LR)
+
+
+def scheduler_lrs(student, d_model: int, warmup: int, factor: float, steps: list[int]) -> list[float]:
+    """The optimiser's lr (Adam, base lr 1.0) after k real scheduler.step() calls, for each k of sorted `steps`.
+
+    Nearby k are reached by stepping; a far one by setting scheduler.last_epoch to k - 1 and stepping once,
+    which is where k calls of step() lead (each call runs the student's lambda, and under the grading
+    sandbox every call into the student's code costs milliseconds: 100k of them would take minutes).
+    """
+    weight = torch.nn.Parameter(torch.zeros(1))
+    optimizer = torch.optim.Adam([weight], lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = student.make_scheduler(optimizer, d_model, warmup, factor)
+    if not isinstance(scheduler, torch.optim.lr_scheduler.LRScheduler):
+        fail(f"make_scheduler should return a torch.optim.lr_scheduler.LambdaLR, got {type(scheduler).__name__}")
+    optimizer.step()  # no gradient, so nothing moves; the scheduler sees an optimiser step first
+    lrs, done = [], 0
+    for k in steps:
+        if k - done > 64:
+            scheduler.last_epoch = k - 1
+            scheduler.step()
+        while scheduler.last_epoch < k:
+            scheduler.step()
+        done = k
+        lrs.append(float(optimizer.param_groups[0]["lr"]))
+    return lrs
+
+
+def test_make_scheduler(student, reference, monkeypatch):
+    """make_scheduler: the optimiser's lr after k scheduler steps is noam_lr(k), up to 100k steps"""
+    monkeypatch.setattr(student, "noam_lr", correct_noam_lr)  # a noam_lr mistake is counted in its own checks
+    for d_model, warmup, factor, steps in ((512, 4000, 1.0, key_steps(4000)), (64, 10, 2.0, list(range(41)))):
+        lrs = scheduler_lrs(student, d_model, warmup, factor, steps)
+        context = (f"Adam(lr=1.0) and make_scheduler(optimizer, d_model={d_model}, warmup_steps={warmup}, "
+                   f"factor={factor}), lr read from optimizer.param_groups after k scheduler.step() calls "
+                   f"(your make_scheduler was given a correct noam_lr)")
+        got = torch.tensor(lrs, dtype=torch.float64)
+        want = torch.tensor([noam(s, d_model, warmup, factor) for s in steps], dtype=torch.float64)
+        assert_close_relative(got, want, name=f"lr at k = {steps}" if len(steps) < 20 else "lr at k = 0, 1, ..., 40",
+                              what="noam_lr(k)", context=context,
+                              mistakes=schedule_mistakes(steps, d_model, warmup, factor))
+        top = steps[max(range(len(lrs)), key=lrs.__getitem__)]
+        rising = all(lrs[i] <= lrs[i + 1] for i in range(1, len(steps) - 1) if steps[i + 1] <= warmup)
+        falling = all(lrs[i] >= lrs[i + 1] for i in range(len(steps) - 1) if steps[i] >= warmup)
+        if not (rising and falling and top == warmup):
+            fail(f"the lr should rise up to step {warmup} and fall after it; its largest value is at step {top} "
+                 f"for {context}", OFF_BY_ONE, WARMUP_EXPONENT)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Label-smoothed loss
+# ---------------------------------------------------------------------------------------------------
+def model_loss(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_index: int | None, *,
+               spread: str = "K", kl: bool = False, log_probs: str = "log_softmax", reduce: str = "mean",
+               weights: str = "ok") -> torch.Tensor:
+    """The label-smoothed loss and its classic variants, classes on the last dim."""
+    k = logits.size(-1)
+    keep = torch.ones_like(target, dtype=torch.bool) if ignore_index is None else target != ignore_index
+    safe = target.masked_fill(~keep, 0)
+    if log_probs == "log_softmax":
+        logp = torch.log_softmax(logits, dim=-1)
+    elif log_probs == "logits":
+        logp = logits
+    else:  # probabilities used where log-probabilities belong
+        logp = torch.softmax(logits, dim=-1)
+    one_hot = F.one_hot(safe, k).to(logits.dtype)
+    if spread == "K":
+        q = (1 - e) * one_hot + e / k
+    elif spread == "K-1":
+        q = (1 - e) * one_hot + e / (k - 1) * (1 - one_hot)
+    elif spread == "K-2":
+        if ignore_index is None or not 0 <= ignore_index < k:
+            raise ValueError("no padding class")
+        q = (1 - e) * one_hot + e / (k - 2) * (1 - one_hot)
+        q[..., ignore_index] = 0
+    elif spread == "sum":
+        q = (1 - e) * one_hot + e
+    else:
+        raise ValueError(spread)
+    if weights == "no-1-e":
+        q = q + e * one_hot
+    per_token = -(q * logp).sum(dim=-1)
+    if kl:
+        per_token = per_token + torch.xlogy(q, q).sum(dim=-1)
+    if reduce == "mean":
+        return torch.where(keep, per_token, 0).sum() / keep.sum()
+    if reduce == "all-tokens":
+        return per_token.mean()
+    if reduce == "divide-by-all":
+        return torch.where(keep, per_token, 0).sum() / keep.numel()
+    return torch.where(keep, per_token, 0).sum()
+
+
+def correct_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float = 0.1,
+                 ignore_index: int | None = None) -> torch.Tensor:
+    """label_smoothing_loss as the contract has it: put in the student's module while train_step is checked."""
+    return model_loss(logits, target, smoothing, ignore_index)
+
+
+def loss_mistakes(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_index: int | None) -> dict:
+    def variant(**kwargs):
+        return lambda: model_loss(logits, target, e, ignore_index, **kwargs)
+
+    found = {
+        Mistake(WRONG_CLASSES.id, WRONG_CLASSES.explanation + " (yours spreads e over the K - 1 wrong classes)"):
+            variant(spread="K-1"),
+        Mistake(WRONG_CLASSES.id, WRONG_CLASSES.explanation + " (yours spreads e over K - 2 classes, leaving out the "
+                "true class and the padding class, as the Annotated Transformer does)"): variant(spread="K-2"),
+        Mistake(WRONG_CLASSES.id, WRONG_CLASSES.explanation + " (yours gives e to every class: divide it by K)"):
+            variant(spread="sum"),
+        SMOOTHING_WEIGHTS: variant(weights="no-1-e"),
+        KL_DIVERGENCE: variant(kl=True),
+        Mistake(KL_DIVERGENCE.id, KL_DIVERGENCE.explanation + " (yours is the Annotated Transformer's KL version, "
+                "with e spread over K - 2 classes: the loss the paper means spreads it over all K)"):
+            variant(kl=True, spread="K-2"),
+        Mistake(NO_LOG_SOFTMAX.id, NO_LOG_SOFTMAX.explanation + " (yours uses the raw logits as log p)"):
+            variant(log_probs="logits"),
+        Mistake(NO_LOG_SOFTMAX.id, NO_LOG_SOFTMAX.explanation + " (yours uses p = softmax(logits) where log p "
+                "belongs)"): variant(log_probs="softmax"),
+        SUM_NOT_MEAN: variant(reduce="sum"),
+    }
+    if e > 0:
+        found[NO_SMOOTHING] = lambda: model_loss(logits, target, 0.0, ignore_index)
+    if ignore_index is not None and bool((target == ignore_index).any()):
+        found[Mistake(PAD_IN_MEAN.id, PAD_IN_MEAN.explanation + " (yours divides by every position, padding "
+                      "included)")] = variant(reduce="divide-by-all")
+        found[Mistake(PAD_IN_MEAN.id, PAD_IN_MEAN.explanation + " (yours averages over every position: the "
+                      "padding's losses are in it)")] = variant(reduce="all-tokens")
+    return found
+
+
+def torch_loss(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_index: int | None) -> torch.Tensor:
+    k = logits.size(-1)
+    return F.cross_entropy(logits.reshape(-1, k), target.reshape(-1), label_smoothing=e,
+                           ignore_index=-100 if ignore_index is None else ignore_index)
+
+
+def random_targets(shape: tuple[int, ...], k: int, ignore_index: int | None, device, pad_fraction=0.3):
+    target = torch.randint(0, k, shape, device=device)
+    if ignore_index is not None:
+        if 0 <= ignore_index < k:  # the padding class is a real class that never is a target
+            target = torch.where(target == ignore_index, (target + 1) % k, target)
+        pads = torch.rand(shape, device=device) < pad_fraction
+        pads.view(-1)[0] = False  # at least one real token
+        target = target.masked_fill(pads, ignore_index)
+    return target
+
+
+LOSS_CASES = [  # (logits shape, smoothing, ignore_index)
+    ((2, 6, 11), 0.1, 0),  # (batch, tgt_len, vocab) with padding id 0
+    ((7, 5), 0.1, None),  # (N, K), nothing ignored
+    ((3, 4, 7), 0.0, 0),  # no smoothing: the plain cross-entropy
+    ((4, 5, 13), 0.3, 3),  # the padding id in the middle of the vocabulary
+    ((2, 3, 6), 0.2, -100),  # an ignore_index outside the classes (torch's default)
+    ((1, 1, 3), 0.1, None),  # one token
+    ((3, 8, 50), 1.0, 0),  # all smoothing
+]
+
+
+def test_loss_matches_cross_entropy(student, device, dtype):
+    """Equal to F.cross_entropy(label_smoothing=e, ignore_index=pad) over shapes and smoothing values"""
+    for shape, e, ignore_index in LOSS_CASES:
+        logits = torch.randn(shape, device=device, dtype=dtype) * 2
+        target = random_targets(shape[:-1], shape[-1], ignore_index, device)
+        out = student.label_smoothing_loss(logits, target, smoothing=e, ignore_index=ignore_index)
+        assert_close(out, torch_loss(logits, target, e, ignore_index), name="loss",
+                     what="F.cross_entropy(logits.reshape(-1, K), target.reshape(-1), label_smoothing=e, "
+                          "ignore_index=...)",
+                     context=f"logits {describe(logits)}, smoothing={e}, ignore_index={ignore_index}",
+                     mistakes=loss_mistakes(logits, target, e, ignore_index))
+
+
+def test_loss_default_arguments(student):
+    """smoothing defaults to 0.1 and ignore_index to None"""
+    logits = torch.randn(3, 4, 6, dtype=torch.float64)
+    target = torch.randint(0, 6, (3, 4))
+    assert_close(student.label_smoothing_loss(logits, target), torch_loss(logits, target, 0.1, None),
+                 name="label_smoothing_loss(logits, target)", what="F.cross_entropy(..., label_smoothing=0.1)",
+                 context=f"logits {describe(logits)}, called without smoothing or ignore_index",
+                 mistakes=loss_mistakes(logits, target, 0.1, None))
+
+
+@given(batch=st.integers(1, 4), length=st.integers(1, 6), k=st.integers(2, 12), e=st.floats(0.0, 1.0),
+       pad=st.sampled_from([None, 0, 1]), seed=st.integers(0, 2**31 - 1))
+def test_loss_property(student, batch, length, k, e, pad, seed):
+    """Equal to F.cross_entropy for any shape, vocabulary size and smoothing (float64)"""
+    generator = torch.Generator().manual_seed(seed)
+    logits = torch.randn(batch, length, k, generator=generator, dtype=torch.float64) * 3
+    pad = None if pad is not None and pad >= k else pad
+    torch.manual_seed(seed)
+    target = random_targets((batch, length), k, pad, "cpu")
+    assert_close(student.label_smoothing_loss(logits, target, smoothing=e, ignore_index=pad),
+                 torch_loss(logits, target, e, pad), name="loss", what="F.cross_entropy",
+                 context=f"logits {describe(logits)}, smoothing={e:g}, ignore_index={pad}",
+                 mistakes=loss_mistakes(logits, target, e, pad))
+
+
+def test_loss_padding_is_invisible(student):
+    """Logits at padding positions change neither the loss nor get any gradient"""
+    logits = torch.randn(3, 5, 8, dtype=torch.float64)
+    target = torch.tensor([[4, 5, 2, 0, 0], [3, 3, 7, 6, 2], [5, 2, 0, 0, 0]])
+    pads = target == 0
+    changed = logits.clone()
+    changed[pads] = torch.randn(int(pads.sum()), 8, dtype=torch.float64) * 20
+    mine = logits.clone().requires_grad_(True)
+    loss = student.label_smoothing_loss(mine, target, smoothing=0.1, ignore_index=0)
+    again = student.label_smoothing_loss(changed, target, smoothing=0.1, ignore_index=0)
+    context = "a (3, 5, 8) batch with 6 padding targets (ignore_index=0); the padding rows' logits replaced"
+    assert_close(again, loss.detach(), name="loss with other logits at the padding positions",
+                 what="the loss before the change", context=context,
+                 mistakes={PAD_IN_MEAN: lambda: model_loss(changed, target, 0.1, 0, reduce="all-tokens")})
+    loss.backward()
+    if mine.grad is None:
+        fail("no gradient reached the logits: the loss is detached from them")
+    leak = mine.grad[pads].abs().max()
+    if leak != 0:
+        fail(f"the padding positions got a gradient (largest {float(leak):.3g}): ignored targets must contribute "
+             f"nothing, for {context}", PAD_IN_MEAN)
+
+
+def test_loss_divided_by_real_tokens(student, dtype):
+    """The loss is the mean over the real tokens: equal to the loss of the real tokens alone"""
+    logits = torch.randn(4, 6, 10, dtype=dtype)
+    target = torch.randint(1, 10, (4, 6))
+    for row, length in enumerate((6, 3, 1, 4)):
+        target[row, length:] = 0
+    real = target != 0
+    alone = torch_loss(logits[real], target[real], 0.1, None)  # (13, 10) real tokens, nothing ignored
+    assert_close(student.label_smoothing_loss(logits, target, smoothing=0.1, ignore_index=0), alone,
+                 name="loss of the padded batch", what="the loss of its 14 real tokens alone",
+                 context="a (4, 6, 10) batch with 10 padding targets (ignore_index=0)",
+                 mistakes=loss_mistakes(logits, target, 0.1, 0))
+
+
+def test_loss_gradients(student, dtype):
+    """Gradients with respect to the logits equal F.cross_entropy's"""
+    logits = torch.randn(3, 5, 9, dtype=dtype) * 2
+    target = random_targets((3, 5), 9, 0, "cpu")
+    for e in (0.0, 0.1):
+        mine = logits.clone().requires_grad_(True)
+        theirs = logits.clone().requires_grad_(True)
+        student.label_smoothing_loss(mine, target, smoothing=e, ignore_index=0).backward()
+        torch_loss(theirs, target, e, 0).backward()
+        if mine.grad is None:
+            fail("no gradient reached the logits: the loss is detached from them")
+
+        def grad_of(e=e, **kwargs):
+            def compute():
+                probe = logits.clone().requires_grad_(True)
+                model_loss(probe, target, e, 0, **kwargs).backward()
+                return probe.grad
+            return compute
+
+        assert_close(mine.grad, theirs.grad, name="gradient of the logits", what="F.cross_entropy's gradient",
+                     context=f"logits {describe(logits)}, smoothing={e}, ignore_index=0",
+                     mistakes={WRONG_CLASSES: grad_of(spread="K-1"), PAD_IN_MEAN: grad_of(reduce="divide-by-all"),
+                               Mistake(WRONG_CLASSES.id, WRONG_CLASSES.explanation + " (yours spreads e over K - 2 "
+                                       "classes, leaving out the true class and the padding class)"):
+                                   grad_of(spread="K-2"),
+                               NO_LOG_SOFTMAX: grad_of(log_probs="logits"), SUM_NOT_MEAN: grad_of(reduce="sum")})
+
+
+# ---------------------------------------------------------------------------------------------------
+# train_step
+# ---------------------------------------------------------------------------------------------------
+SMALL_TASK = copy_task.CopyTask(n_symbols=6, min_len=2, max_len=6)  # vocabulary 9
+
+
+def small_batch(n=4) -> tuple[torch.Tensor, torch.Tensor]:
+    return copy_task.make_batch(SMALL_TASK, n, torch.Generator().manual_seed(int(torch.randint(0, 2**31, ()))))
+
+
+def simulated_loss(reference, model, src, tgt, *, shift="ok", causal=True, src_mask=True, ignore=True,
+                   smoothing=0.1):
+    """The loss of one teacher-forced forward pass, correct or with a classic mistake."""
+    tgt_in, tgt_out = {"ok": (tgt[:, :-1], tgt[:, 1:]), "none": (tgt, tgt), "labels": (tgt[:, :-1], tgt[:, :-1]),
+                       "reversed": (tgt[:, 1:], tgt[:, :-1])}[shift]
+    tgt_mask = reference.padding_mask(tgt_in, PAD)
+    if causal:
+        tgt_mask = tgt_mask & reference.causal_mask(tgt_in.size(1), device=tgt.device)
+    logits = model(src, tgt_in, reference.padding_mask(src, PAD) if src_mask else None, tgt_mask)
+    return correct_loss(logits, tgt_out, smoothing, ignore_index=PAD if ignore else None)
+
+
+def simulated_training(reference, model, batches, make, *, zero="before", scheduler="after", clip=None,
+                       clip_how="norm", **loss_kwargs) -> torch.Tensor:
+    """Train a copy of `model` on `batches` the way a (possibly mistaken) train_step would; its flat parameters."""
+    model = copy.deepcopy(model)
+    optimizer, sched = make(model)
+    for src, tgt in batches:
+        model.train()
+        loss = simulated_loss(reference, model, src, tgt, **loss_kwargs)
+        if zero == "before":
+            optimizer.zero_grad()
+        loss.backward()
+        if zero == "after-backward":
+            optimizer.zero_grad()
+        if clip is not None:
+            if clip_how == "norm":
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            elif clip_how == "value":
+                torch.nn.utils.clip_grad_value_(model.parameters(), clip)
+            else:  # every parameter tensor on its own
+                for p in model.parameters():
+                    torch.nn.utils.clip_grad_norm_([p], clip)
+        if scheduler == "before":
+            sched.step()
+        optimizer.step()
+        if scheduler in ("after", "twice"):
+            sched.step()
+        if scheduler == "twice":
+            sched.step()
+    return flat(model)
+
+
+def flat(model) -> torch.Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+
+def sgd_with(schedule):
+    """A maker of (optimizer, scheduler): plain SGD (its update is lr * grad, so every mistake shows)."""
+    def make(model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+        return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    return make
+
+
+def call_train_step(student, model, batch, make, **kwargs) -> float:
+    optimizer, scheduler = make(model)
+    loss = student.train_step(model, batch, optimizer, scheduler, PAD, **kwargs)
+    if isinstance(loss, torch.Tensor):
+        fail(f"train_step returned a tensor {describe(loss)}: return the loss as a Python float (loss.item()); "
+             "a tensor would keep the whole graph of the step alive")
+    if isinstance(loss, bool) or not isinstance(loss, float | int):
+        fail(f"train_step should return the loss as a float, got {type(loss).__name__}")
+    return float(loss)
+
+
+@pytest.fixture
+def correct_loss_in_place(student, monkeypatch):
+    """train_step checks run with a correct label_smoothing_loss in place of the student's."""
+    monkeypatch.setattr(student, "label_smoothing_loss", correct_loss)
+
+
+def test_train_step_loss(student, reference, correct_loss_in_place, device, dtype):
+    """train_step returns the teacher-forced loss: decoder input tgt[:, :-1], labels tgt[:, 1:], masks"""
+    model = tiny_model(reference, device=device, dtype=dtype)
+    before = copy.deepcopy(model)
+    src, tgt = (t.to(device) for t in small_batch())
+    seen = []
+    model.tgt_embed.register_forward_pre_hook(lambda module, args: seen.append(args[0].detach().clone()))
+    loss = call_train_step(student, model, (src, tgt), sgd_with(lambda step: 0.01), smoothing=0.1)
+    context = f"src {describe(src)}, tgt {describe(tgt)} (bos, symbols, eos, padding), pad_id={PAD}, smoothing=0.1"
+    if not seen:
+        fail("train_step never ran the model's decoder (model.tgt_embed was not called)")
+    decoder_input = seen[0]
+    if decoder_input.shape != tgt[:, :-1].shape or not torch.equal(decoder_input, tgt[:, :-1]):
+        what = ("the whole target tgt" if torch.equal(decoder_input, tgt) else
+                "tgt[:, 1:]" if decoder_input.shape == tgt[:, 1:].shape and torch.equal(decoder_input, tgt[:, 1:])
+                else f"a {describe(decoder_input)} tensor")
+        fail(f"the decoder should read tgt[:, :-1] (shape {tuple(tgt[:, :-1].shape)}), it read {what} for {context}",
+             NOT_SHIFTED)
+    with torch.no_grad():
+        def variant(**kwargs):
+            return lambda: simulated_loss(reference, before, src, tgt, **kwargs).double().cpu().reshape(1)
+
+        want = variant()()
+        assert_close(torch.tensor([loss], dtype=torch.float64), want, name="returned loss",
+                     what="the loss of the reference step", context=context,
+                     rtol=1e-5 if dtype == torch.float32 else None,  # a float32 loss, compared in float64
+                     atol=1e-6 if dtype == torch.float32 else None,
+                     mistakes={Mistake(NOT_SHIFTED.id, NOT_SHIFTED.explanation + " (your labels are tgt[:, :-1], "
+                                       "the decoder's own input)"): variant(shift="labels"),
+                               NOT_SHIFTED: variant(shift="none"), NO_CAUSAL: variant(causal=False),
+                               NO_SRC_MASK: variant(src_mask=False),
+                               Mistake(LOSS_ARGUMENTS.id, LOSS_ARGUMENTS.explanation + " (the padding is not "
+                                       "ignored)"): variant(ignore=False),
+                               Mistake(LOSS_ARGUMENTS.id, LOSS_ARGUMENTS.explanation + " (the smoothing is not "
+                                       "passed on)"): variant(smoothing=0.0)})
+
+
+def train_with_student(student, model, batches, make, **kwargs):
+    """Run the student's train_step on `batches` with one optimiser and scheduler from `make`."""
+    optimizer, scheduler = make(model)
+    for batch in batches:
+        loss = student.train_step(model, batch, optimizer, scheduler, PAD, 0.1, **kwargs)
+        if isinstance(loss, torch.Tensor):
+            fail(f"train_step returned a tensor {describe(loss)}: return the loss as a Python float (loss.item())")
+    return optimizer, scheduler
+
+
+def step_mistakes(reference, start, batches, make, **config) -> dict:
+    """What the classic train_step mistakes give under this check's optimiser, scheduler and clipping."""
+    def trained(**kwargs):
+        return lambda: simulated_training(reference, start, batches, make, **{**config, **kwargs})
+
+    def variant(mistake: Mistake, detail: str) -> Mistake:
+        return Mistake(mistake.id, f"{mistake.explanation} ({detail})")
+
+    found = {
+        GRADS_NOT_ZEROED: trained(zero="never"),
+        ZERO_AFTER_BACKWARD: trained(zero="after-backward"),
+        variant(NOT_SHIFTED, "your labels are tgt[:, :-1], the decoder's own input"): trained(shift="labels"),
+        variant(NOT_SHIFTED, "your decoder reads the whole tgt and predicts it"): trained(shift="none"),
+        NO_CAUSAL: trained(causal=False),
+        NO_SRC_MASK: trained(src_mask=False),
+        variant(LOSS_ARGUMENTS, "the padding is not ignored"): trained(ignore=False),
+        variant(SCHEDULER_STEPS, "yours steps it before optimizer.step()"): trained(scheduler="before"),
+        variant(SCHEDULER_STEPS, "yours never steps it"): trained(scheduler="never"),
+        variant(SCHEDULER_STEPS, "yours steps it twice"): trained(scheduler="twice"),
+    }
+    if config.get("clip") is not None:
+        found[variant(CLIPPING, "yours does not clip")] = trained(clip=None)
+        found[variant(CLIPPING, "yours clips each value, clip_grad_value_")] = trained(clip_how="value")
+        found[variant(CLIPPING, "yours clips each parameter tensor on its own")] = trained(clip_how="each")
+    return found
+
+
+def test_train_step_updates(student, reference, correct_loss_in_place):
+    """Three steps give the reference's parameters: gradients zeroed every step"""
+    model = tiny_model(reference)
+    start = copy.deepcopy(model)
+    batches = [small_batch() for _ in range(3)]
+    make = sgd_with(lambda step: 0.05)  # a constant rate: how the scheduler is stepped does not matter here
+    train_with_student(student, model, batches, make)
+    assert_close(flat(model), simulated_training(reference, start, batches, make),
+                 name="the model after 3 train_step calls", what="the reference's",
+                 context="a small Transformer trained by SGD (lr 0.05) on 3 batches",
+                 mistakes=step_mistakes(reference, start, batches, make))
+
+
+def test_train_step_scheduler(student, reference, correct_loss_in_place):
+    """The scheduler advances once per optimiser step, after it"""
+    model = tiny_model(reference)
+    start = copy.deepcopy(model)
+    batches = [small_batch() for _ in range(3)]
+    make = sgd_with(lambda step: 0.02 * (step + 1))  # step k's update uses lr 0.02 * k
+    _, scheduler = train_with_student(student, model, batches, make)
+    if scheduler.last_epoch != 3:
+        how = "never" if scheduler.last_epoch == 0 else f"{scheduler.last_epoch} times"
+        fail(f"after 3 train_step calls the scheduler was stepped {how}: it must be stepped once per "
+             "optimiser step", SCHEDULER_STEPS)
+
+    assert_close(flat(model), simulated_training(reference, start, batches, make),
+                 name="the model after 3 train_step calls",
+                 what="the reference's (scheduler.step() after optimizer.step())",
+                 context="SGD whose lr grows every scheduler step (0.02, 0.04, 0.06)",
+                 mistakes=step_mistakes(reference, start, batches, make))
+
+
+def test_train_step_clips_gradients(student, reference, correct_loss_in_place):
+    """max_grad_norm clips the total gradient norm before the optimiser step"""
+    model = tiny_model(reference)
+    start = copy.deepcopy(model)
+    batches = [small_batch() for _ in range(2)]
+    make = sgd_with(lambda step: 1.0)
+    train_with_student(student, model, batches, make, max_grad_norm=0.05)
+
+    assert_close(flat(model), simulated_training(reference, start, batches, make, clip=0.05),
+                 name="the model after 2 train_step calls",
+                 what="the reference's (clip_grad_norm_(model.parameters(), 0.05))",
+                 context="SGD with lr 1.0 and max_grad_norm=0.05 (the gradients' norm is larger)",
+                 mistakes=step_mistakes(reference, start, batches, make, clip=0.05))
+
+
+def test_train_mode(student, reference, correct_loss_in_place):
+    """train_step puts the model in train mode before the forward pass"""
+    model = tiny_model(reference, dropout=0.1)
+    model.eval()
+    modes = []
+    model.tgt_embed.register_forward_pre_hook(lambda module, args: modes.append(module.training))
+    call_train_step(student, model, small_batch(), sgd_with(lambda step: 0.01), smoothing=0.1)
+    if not modes:
+        fail("train_step never ran the model's decoder (model.tgt_embed was not called)")
+    if not all(modes) or not model.training:
+        fail("the model was in eval mode during train_step (it was given a model that had just been evaluated, "
+             "as after greedy decoding): dropout stayed off while training", NOT_TRAIN_MODE)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Greedy decoding
+# ---------------------------------------------------------------------------------------------------
+def simulated_decode(reference, model, src, max_len, src_mask, *, causal=True, finish=True, stop=True):
+    """Greedy decoding, correct or with a classic mistake."""
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)
+        ys = torch.full((src.size(0), 1), BOS, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.size(0), dtype=torch.bool, device=src.device)
+        while ys.size(1) < max_len and not (stop and done.all()):
+            mask = reference.causal_mask(ys.size(1), device=src.device) if causal else None
+            token = model.generator(model.decode(ys, memory, src_mask, mask)[:, -1]).argmax(-1)
+            if finish:
+                token = token.masked_fill(done, EOS)
+            ys = torch.cat([ys, token[:, None]], dim=1)
+            done |= token == EOS
+    return ys
+
+
+def decoding_model(reference, device="cpu"):
+    """A fixed-seed reference Transformer whose greedy outputs end at different lengths, and a padded batch.
+
+    The eos logit's bias is tuned so that the batch's sequences produce eos at as many different
+    positions as possible (some never), which is what the checks of stopping need.
+    """
+    model = tiny_model(reference, device=device, n_layers=2).eval()
+    src, _ = (t.to(device) for t in small_batch(6))
+    src_mask = reference.padding_mask(src, PAD)
+    base = model.generator.bias.detach().clone()
+    best, best_bias = -1, 0.0
+    for bias in (0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0):
+        with torch.no_grad():
+            model.generator.bias.copy_(base)
+            model.generator.bias[EOS] += bias
+        out = simulated_decode(reference, model, src, 10, src_mask)
+        ends = {int((row == EOS).nonzero()[0]) if (row == EOS).any() else -1 for row in out}
+        if len(ends) > best:
+            best, best_bias = len(ends), bias
+    with torch.no_grad():
+        model.generator.bias.copy_(base)
+        model.generator.bias[EOS] += best_bias
+    return model, src, src_mask
+
+
+def decode_mistakes(reference, model, src, max_len, src_mask) -> dict:
+    def variant(**kwargs):
+        return lambda: simulated_decode(reference, model, src, max_len, src_mask, **kwargs)
+
+    return {
+        GREEDY_CAUSAL: variant(causal=False),
+        GREEDY_SRC_MASK: lambda: simulated_decode(reference, model, src, max_len, None),
+        Mistake(GREEDY_EOS.id, GREEDY_EOS.explanation + " (yours goes on producing tokens after eos, up to max_len)"):
+            variant(finish=False, stop=False),
+        Mistake(GREEDY_EOS.id, GREEDY_EOS.explanation + " (yours produces other tokens after a sequence's eos)"):
+            variant(finish=False),
+        Mistake(GREEDY_EOS.id, GREEDY_EOS.explanation + " (yours does not stop when every sequence is done)"):
+            variant(stop=False),
+        Mistake(GREEDY_MAX_LEN.id, GREEDY_MAX_LEN.explanation + " (yours makes max_len + 1)"):
+            lambda: simulated_decode(reference, model, src, max_len + 1, src_mask),
+        Mistake(GREEDY_MAX_LEN.id, GREEDY_MAX_LEN.explanation + " (yours makes max_len - 1)"):
+            lambda: simulated_decode(reference, model, src, max_len - 1, src_mask),
+    }
+
+
+def assert_same_tokens(out: torch.Tensor, want: torch.Tensor, context: str, mistakes: dict) -> None:
+    """Fail unless the decodings are identical, showing the first row that differs and naming the mistakes."""
+    if out.dtype == torch.long and out.shape == want.shape and torch.equal(out.cpu(), want.cpu()):
+        return
+    lines = [f"greedy_decode's output differs from the reference greedy decoder's for {context}:"]
+    if out.dtype != torch.long:
+        lines.append(f"  dtype: got {out.dtype}, expected torch.int64 (token ids)")
+    if out.shape != want.shape:
+        lines.append(f"  shape: got {tuple(out.shape)}, expected {tuple(want.shape)}")
+    got_rows, want_rows = out.tolist(), want.tolist()
+    common = min(out.size(-1), want.size(-1)) if out.dim() == want.dim() == 2 else 0
+    differing = [row for row, (got, exp) in enumerate(zip(got_rows, want_rows, strict=False))
+                 if got[:common] != exp[:common]]
+    if differing:
+        row = differing[0]
+        lines.append(f"  sequence {row}: got {got_rows[row]}, expected {want_rows[row]} (bos_id={BOS}, eos_id={EOS})")
+    elif out.shape != want.shape and got_rows:
+        lines.append(f"  the first {common} columns agree (e.g. {got_rows[0][:common]}), but the lengths differ: "
+                     f"the reference stops after {want.size(-1)} columns")
+    fail("\n".join(lines), *matching_mistakes(out, mistakes))
+
+
+def call_decode(student, model, src, max_len, src_mask, context) -> torch.Tensor:
+    out = student.greedy_decode(model, src, max_len, BOS, EOS, src_mask=src_mask)
+    if not isinstance(out, torch.Tensor):
+        fail(f"greedy_decode should return a tensor of token ids, got {type(out).__name__} for {context}")
+    return out
+
+
+def test_greedy_matches_reference(student, reference, device):
+    """Greedy decoding gives the reference decoder's tokens (a fixed-seed model, a padded batch)"""
+    model, src, src_mask = decoding_model(reference, device)
+    for max_len in (10, 4):
+        context = (f"a 2-layer reference Transformer, src {describe(src)} with padding, src_mask "
+                   f"{describe(src_mask)}, max_len={max_len}, bos_id={BOS}, eos_id={EOS}")
+        out = call_decode(student, model, src, max_len, src_mask, context)
+        assert_same_tokens(out, reference.greedy_decode(model, src, max_len, BOS, EOS, src_mask), context,
+                           decode_mistakes(reference, model, src, max_len, src_mask))
+
+
+def test_greedy_stops_at_eos(student, reference):
+    """Greedy decoding stops at eos: eos after eos, and no more steps once every sequence is done"""
+    model, src, src_mask = decoding_model(reference)
+    out = call_decode(student, model, src, 10, src_mask, "a padded batch")
+    for row, tokens in enumerate(out.tolist()):
+        if EOS in tokens:
+            after = tokens[tokens.index(EOS):]
+            if any(t != EOS for t in after):
+                fail(f"sequence {row} went on after its eos: {tokens} (eos_id={EOS}); a finished sequence must "
+                     "only repeat eos_id", GREEDY_EOS)
+    with torch.no_grad():
+        model.generator.bias[EOS] += 1e4  # eos is now every sequence's first token
+    out = call_decode(student, model, src, 10, src_mask, "a model whose most likely token is always eos")
+    want = torch.tensor([[BOS, EOS]] * src.size(0))
+    if out.shape != want.shape or not torch.equal(out.cpu(), want):
+        fail(f"with a model that always predicts eos first, the output should be [[{BOS}, {EOS}], ...] of shape "
+             f"{tuple(want.shape)} (every sequence is done after one step), got {describe(out)}: "
+             f"{out[0].tolist()} ...", GREEDY_EOS)
+
+
+def test_greedy_max_len(student, reference):
+    """Greedy decoding respects max_len (bos included) and returns int64 starting with bos"""
+    model, src, src_mask = decoding_model(reference)
+    with torch.no_grad():
+        model.generator.bias[EOS] -= 1e4  # eos never comes: max_len alone ends the decoding
+    for max_len in (1, 2, 7):
+        context = f"a model that never produces eos, src {describe(src)}, max_len={max_len}"
+        out = call_decode(student, model, src, max_len, src_mask, context)
+        if out.dtype != torch.long:
+            fail(f"the tokens should be int64, got {out.dtype} for {context}")
+        if out.shape != (src.size(0), max_len):
+            fail(f"the output should have shape {(src.size(0), max_len)} (max_len columns, bos included), "
+                 f"got {tuple(out.shape)} for {context}", GREEDY_MAX_LEN)
+        if not bool((out[:, 0] == BOS).all()):
+            fail(f"every output should start with bos_id={BOS}, got first column {out[:, 0].tolist()} for {context}")
+        assert_same_tokens(out, reference.greedy_decode(model, src, max_len, BOS, EOS, src_mask), context,
+                           decode_mistakes(reference, model, src, max_len, src_mask))
+
+
+def test_greedy_batched(student, reference):
+    """Decoding a batch gives the same tokens as decoding each sequence alone"""
+    model, src, src_mask = decoding_model(reference)
+    batched = call_decode(student, model, src, 10, src_mask, "a padded batch")
+    for row in range(src.size(0)):
+        one, one_mask = src[row:row + 1], src_mask[row:row + 1]
+        alone = call_decode(student, model, one, 10, one_mask, f"sequence {row} alone")
+        mine = copy_task.until_eos(batched[row:row + 1, :alone.size(1)])
+        if not bool(copy_task.sequence_matches(alone, mine).all()) or batched.size(1) < alone.size(1):
+            # Only a difference the reference decoder does not show counts (float noise could flip a tie).
+            ref_batched = reference.greedy_decode(model, src, 10, BOS, EOS, src_mask)[row:row + 1]
+            ref_alone = reference.greedy_decode(model, one, 10, BOS, EOS, one_mask)
+            if bool(copy_task.sequence_matches(ref_alone, ref_batched).all()):
+                fail(f"sequence {row} decodes to {alone[0].tolist()} alone but to {batched[row].tolist()} in a "
+                     f"batch of {src.size(0)}: each sequence must be decoded independently (its own src_mask row, "
+                     "argmax over the vocabulary of each row)", GREEDY_BATCH)
+
+
+def test_greedy_no_graph(student, reference):
+    """Greedy decoding builds no autograd graph (torch.no_grad)"""
+    model, src, src_mask = decoding_model(reference)
+    graphs = []
+    model.generator.register_forward_hook(lambda module, args, output: graphs.append(output.requires_grad))
+    with torch.enable_grad():
+        out = call_decode(student, model, src, 6, src_mask, "a padded batch")
+    if out.requires_grad or any(graphs):
+        fail("the decoding steps were recorded by autograd (the generator's outputs require grad): run the loop "
+             "under `with torch.no_grad():`", GREEDY_GRAPH)
+    if not graphs:
+        fail("greedy_decode never called model.generator: the next token's logits are "
+             "model.generator(model.decode(...)[:, -1])")
+
+
+# ---------------------------------------------------------------------------------------------------
+# The capstone: the copy task, learned end to end
+# ---------------------------------------------------------------------------------------------------
+CAPSTONE_TIME_LIMIT_S = 150.0  # far above the reference's time; a slower loop is reported, not timed out
+
+
+@pytest.mark.weight(4)
+def test_copy_task(student, reference):
+    """Capstone: your training code teaches a small Transformer to copy (greedy accuracy >= 0.95 on held-out data)"""
+    task = copy_task.TASK
+    seed = int(os.environ.get("KATA_SEED", "0"))
+    run = copy_task.train_copy_task(
+        task, Transformer=reference.Transformer, padding_mask=reference.padding_mask,
+        make_optimizer=student.make_optimizer, make_scheduler=student.make_scheduler, train_step=student.train_step,
+        greedy_decode=reference.greedy_decode, seed=seed, time_limit=CAPSTONE_TIME_LIMIT_S)
+    recipe = (f"a reference Transformer (d_model {task.d_model}, {task.n_layers}+{task.n_layers} layers, "
+              f"{task.n_heads} heads, d_ff {task.d_ff}) trained by your make_optimizer, make_scheduler(optimizer, "
+              f"{task.d_model}, warmup_steps={task.warmup_steps}, factor={task.factor}) and train_step(..., pad_id="
+              f"{copy_task.PAD_ID}, smoothing={task.smoothing}, max_grad_norm={task.max_grad_norm}) for up to "
+              f"{task.steps} steps of {task.batch_size} sequences of {task.min_len}-{task.max_len} symbols, stopping "
+              f"early at validation accuracy {task.stop_accuracy} (seed {seed}); decoded by the reference "
+              "greedy_decode")
+    every = max(1, len(run.losses) // 10)
+    curve = ", ".join(f"{run.losses[i]:.3g}" for i in range(0, len(run.losses), every))
+    if run.stopped:
+        fail(f"training stopped at step {run.steps}: {run.stopped}. Loss every {every} steps: {curve}. Setup: {recipe}")
+    if run.accuracy < task.target_accuracy:
+        wrong = [i for i in range(len(run.predictions))
+                 if not bool(copy_task.sequence_matches(run.predictions[i:i + 1], run.heldout[1][i:i + 1]).all())]
+        examples = "; ".join(f"{copy_task.format_tokens(run.heldout[0][i])} -> "
+                             f"{copy_task.format_tokens(run.predictions[i])}" for i in wrong[:3])
+        validation = ", ".join(f"{acc:.2f} at {step}" for step, acc in run.validation)
+        floor = copy_task.smoothed_loss_floor(task)
+        symptom, suspects = "", ()
+        if run.final_loss < floor + 0.05 and run.accuracy < 0.5:
+            symptom = (" The training loss reached its floor, yet greedy decoding fails: the model learned a task "
+                       "that is not next-token prediction (it could see the tokens it was asked for).")
+            suspects = (NOT_SHIFTED, NO_CAUSAL)
+        elif run.final_loss > 1.5:
+            symptom = (" The loss hardly fell: check that the optimiser's lr is the Noam rate (base lr 1.0 times "
+                       "the scheduler's multiplier) and that train_step calls optimizer.step().")
+        fail(f"greedy whole-sequence accuracy {run.accuracy:.3f} on {task.n_heldout} held-out sequences (token "
+             f"accuracy {run.token_accuracy:.3f}) after {run.steps} steps, want >= {task.target_accuracy}; the "
+             f"reference reaches 0.98 to 1.0. Loss every {every} steps: {curve} (the smoothed loss cannot go below "
+             f"{floor:.3f}). Validation accuracy: {validation}. Some held-out mistakes (source -> decoded): "
+             f"{examples}.{symptom} Setup: {recipe}", *suspects)

@@ -1,0 +1,296 @@
+"""The copy task of kata 9.10: data, model size and training recipe, shared by its grader and `kata train-demo`.
+
+The source is a random sequence of symbols, the target is the same sequence between bos and eos:
+
+    src = [7, 3, 9, 4, 0, 0]            (symbols, then padding)
+    tgt = [1, 7, 3, 9, 4, 2, 0, 0]      (bos, the symbols, eos, then padding)
+
+It is the smallest task that needs every piece of the Transformer: the decoder can only produce the
+right symbol at step t by finding source position t through cross-attention (positional encodings
+tell the positions apart), the causal mask and teacher forcing must be right for training to mean
+anything, padding masks must hide the padding of sequences of different lengths, and greedy
+decoding must stop at eos. The Annotated Transformer uses it as its first example.
+
+`train_copy_task` runs the training loop around a student's (or the reference's) pieces: the
+optimiser, the Noam scheduler and `train_step` of kata 9.10, the Transformer of kata 9.9. It measures
+whole-sequence greedy accuracy on held-out sequences (generated from another seed).
+
+Everything here is deterministic for a given seed: the model's initial weights (torch.manual_seed),
+the training batches and the held-out set (their own torch.Generator).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+PAD_ID = 0
+BOS_ID = 1
+EOS_ID = 2
+N_SPECIAL = 3  # pad, bos, eos; the symbols are 3, 4, ..., vocab_size - 1
+HELDOUT_SEED_OFFSET = 1_000_003  # the held-out set's generator seed is seed + this: another stream
+VALIDATION_SEED_OFFSET = 2_000_029  # and the validation set's
+
+
+@dataclass(frozen=True)
+class CopyTask:
+    """The copy task's data, model and training recipe (tuned to learn in seconds on one CPU thread)."""
+
+    # Data: sequences of min_len..max_len symbols drawn uniformly from n_symbols.
+    n_symbols: int = 10
+    min_len: int = 3
+    max_len: int = 8
+    # The model: a small post-norm Transformer (kata 9.9), one encoder and one decoder block.
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 1
+    d_ff: int = 128
+    dropout: float = 0.0
+    # Training: Adam with the Noam schedule and the label-smoothed loss, as in the paper.
+    batch_size: int = 128
+    steps: int = 300  # at most: training stops early once the validation accuracy reaches stop_accuracy
+    warmup_steps: int = 50
+    factor: float = 0.5
+    smoothing: float = 0.1
+    max_grad_norm: float | None = 1.0
+    # Early stopping: greedy accuracy on validation sequences every eval_every steps from first_eval on;
+    # stop at stop_accuracy, else keep the weights of the best evaluation.
+    first_eval: int = 100
+    eval_every: int = 25
+    n_validation: int = 200
+    stop_accuracy: float = 0.99
+    # The test: greedy whole-sequence accuracy on held-out sequences (never used to decide anything).
+    n_heldout: int = 200
+    target_accuracy: float = 0.95
+
+    @property
+    def vocab_size(self) -> int:
+        return N_SPECIAL + self.n_symbols
+
+    @property
+    def decode_len(self) -> int:
+        """The longest target, bos and eos included: greedy decoding's max_len."""
+        return self.max_len + 2
+
+    def model_kwargs(self) -> dict:
+        return {"d_model": self.d_model, "n_heads": self.n_heads, "n_layers": self.n_layers, "d_ff": self.d_ff,
+                "dropout": self.dropout, "max_len": 64}
+
+
+TASK = CopyTask()
+
+
+def make_batch(task: CopyTask, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """n random copy examples: src (n, max_len) and tgt (n, max_len + 2), int64, padded with PAD_ID."""
+    lengths = torch.randint(task.min_len, task.max_len + 1, (n,), generator=generator)  # (n,)
+    symbols = torch.randint(N_SPECIAL, task.vocab_size, (n, task.max_len), generator=generator)  # (n, max_len)
+    real = torch.arange(task.max_len) < lengths[:, None]  # (n, max_len), True on the symbols
+    src = torch.where(real, symbols, PAD_ID)  # (n, max_len)
+    tgt = torch.full((n, task.decode_len), PAD_ID, dtype=torch.long)  # (n, max_len + 2)
+    tgt[:, 0] = BOS_ID
+    tgt[:, 1:task.max_len + 1] = src
+    tgt[torch.arange(n), lengths + 1] = EOS_ID
+    return src, tgt
+
+
+def heldout_set(task: CopyTask, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The held-out sequences of a run: from their own generator, never seen in training."""
+    return make_batch(task, task.n_heldout, torch.Generator().manual_seed(seed + HELDOUT_SEED_OFFSET))
+
+
+def validation_set(task: CopyTask, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The validation sequences of a run (early stopping): a third stream, neither training nor test."""
+    return make_batch(task, task.n_validation, torch.Generator().manual_seed(seed + VALIDATION_SEED_OFFSET))
+
+
+def build_model(Transformer, task: CopyTask) -> torch.nn.Module:
+    """The task's model from a Transformer class (kata 9.9's contract), on the CPU."""
+    return Transformer(task.vocab_size, task.vocab_size, **task.model_kwargs())
+
+
+def until_eos(tokens: torch.Tensor) -> torch.Tensor:
+    """tokens (batch, n) with everything after each row's first EOS_ID replaced by EOS_ID, padded
+    with EOS_ID to the right: two decodings compare equal when they agree up to their eos."""
+    seen = (tokens == EOS_ID).long().cumsum(dim=1)  # (batch, n), > 0 from the first eos on
+    after = torch.cat([torch.zeros_like(seen[:, :1]), seen[:, :-1]], dim=1) > 0  # strictly after it
+    return tokens.masked_fill(after, EOS_ID)
+
+
+def sequence_matches(predicted: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    """(batch,) bool: the prediction equals the target up to and including eos."""
+    width = max(predicted.size(1), tgt.size(1))
+    pred = torch.nn.functional.pad(until_eos(predicted), (0, width - predicted.size(1)), value=EOS_ID)
+    want = torch.nn.functional.pad(until_eos(tgt.masked_fill(tgt == PAD_ID, EOS_ID)), (0, width - tgt.size(1)),
+                                   value=EOS_ID)
+    return (pred == want).all(dim=1)
+
+
+def format_tokens(tokens: torch.Tensor) -> str:
+    """A row of token ids as text: symbols as numbers, <bos>, <eos>, padding dropped."""
+    names = {BOS_ID: "<bos>", EOS_ID: "<eos>"}
+    out = []
+    for t in tokens.tolist():
+        if t == PAD_ID:
+            continue
+        out.append(names.get(t, str(t)))
+        if t == EOS_ID:
+            break
+    return " ".join(out)
+
+
+@dataclass
+class CopyTaskRun:
+    """What a training run did and reached."""
+
+    accuracy: float  # whole-sequence greedy accuracy on the held-out set
+    token_accuracy: float  # the fraction of target tokens (eos included) decoded right
+    steps: int  # training steps taken
+    seconds: float  # training and evaluation, wall clock
+    losses: list[float] = field(default_factory=list)  # train_step's return value, one per step
+    validation: list[tuple[int, float]] = field(default_factory=list)  # (step, validation accuracy)
+    kept_step: int = 0  # the step whose weights were kept (the best validation accuracy)
+    stopped: str = ""  # why training stopped before `steps` other than early stopping (a NaN loss, time)
+    model: torch.nn.Module | None = None
+    heldout: tuple[torch.Tensor, torch.Tensor] | None = None  # (src, tgt)
+    predictions: torch.Tensor | None = None  # greedy decodings of the held-out sources
+
+    @property
+    def final_loss(self) -> float:
+        """The mean loss of the last 10 steps (one step's loss is noisy)."""
+        tail = self.losses[-10:]
+        return sum(tail) / len(tail) if tail else math.nan
+
+
+def evaluate(model: torch.nn.Module, task: CopyTask, src: torch.Tensor, tgt: torch.Tensor, *,
+             greedy_decode: Callable, padding_mask: Callable) -> tuple[float, float, torch.Tensor]:
+    """(whole-sequence accuracy, token accuracy, predictions) of greedy decoding on (src, tgt)."""
+    was_training = model.training
+    model.eval()
+    try:
+        predicted = greedy_decode(model, src, task.decode_len, BOS_ID, EOS_ID, padding_mask(src, PAD_ID))
+    finally:
+        model.train(was_training)
+    width = tgt.size(1)
+    pred = torch.nn.functional.pad(until_eos(predicted), (0, max(0, width - predicted.size(1))), value=EOS_ID)
+    pred = pred[:, :width]
+    real = tgt != PAD_ID  # (batch, width): the target's tokens, bos and eos included
+    token_accuracy = float(((pred == tgt) & real)[:, 1:].sum() / real[:, 1:].sum())
+    accuracy = float(sequence_matches(predicted, tgt).float().mean())
+    return accuracy, token_accuracy, predicted
+
+
+def train_copy_task(task: CopyTask = TASK, *, Transformer, padding_mask: Callable, make_optimizer: Callable,
+                    make_scheduler: Callable, train_step: Callable, greedy_decode: Callable, seed: int = 0,
+                    steps: int | None = None, time_limit: float | None = None,
+                    on_step: Callable[[int, float, float, int], None] | None = None,
+                    on_eval: Callable[[int, float], None] | None = None) -> CopyTaskRun:
+    """Train a fresh model on the copy task with the given pieces, then measure held-out accuracy.
+
+    The loop is the paper's: make_optimizer(model), make_scheduler(optimizer, d_model, warmup_steps,
+    factor), then up to `steps` calls of train_step(model, (src, tgt), optimizer, scheduler, PAD_ID,
+    smoothing, max_grad_norm) on fresh random batches. `on_step(step, loss, lr, tokens)` is called
+    after each step with the learning rate that step used and the number of target tokens it saw.
+
+    Early stopping: from step first_eval on, every eval_every steps (and at the last step), greedy
+    accuracy on the validation set is measured (`on_eval(step, accuracy)`); training stops once it
+    reaches stop_accuracy, and the weights of the best evaluation are the ones tested. The test set
+    (held-out) decides nothing: it is decoded once, at the end, by `greedy_decode`.
+
+    A loss that is not a finite number, or training longer than `time_limit` seconds, stops the run
+    (`stopped` says why); the accuracy is then measured as it is.
+    """
+    steps = task.steps if steps is None else steps
+    started = time.perf_counter()
+    torch.manual_seed(seed)
+    model = build_model(Transformer, task)
+    optimizer = make_optimizer(model)
+    scheduler = make_scheduler(optimizer, task.d_model, task.warmup_steps, task.factor)
+    generator = torch.Generator().manual_seed(seed)
+    val_src, val_tgt = validation_set(task, seed)
+    losses: list[float] = []
+    validation: list[tuple[int, float]] = []
+    best: tuple[float, int, dict] | None = None  # (accuracy, step, weights)
+    stopped = ""
+    for step in range(1, steps + 1):
+        src, tgt = make_batch(task, task.batch_size, generator)
+        lr = float(optimizer.param_groups[0]["lr"])
+        loss = float(train_step(model, (src, tgt), optimizer, scheduler, PAD_ID, task.smoothing, task.max_grad_norm))
+        losses.append(loss)
+        if on_step is not None:
+            on_step(step, loss, lr, int((tgt[:, 1:] != PAD_ID).sum()))
+        if not math.isfinite(loss):
+            stopped = f"the loss is {loss}"
+            break
+        if time_limit is not None and time.perf_counter() - started > time_limit:
+            stopped = f"{step} steps took more than {time_limit:g} s"
+            break
+        if step == steps or (step >= task.first_eval and (step - task.first_eval) % task.eval_every == 0):
+            accuracy = evaluate(model, task, val_src, val_tgt, greedy_decode=greedy_decode,
+                                padding_mask=padding_mask)[0]
+            validation.append((step, accuracy))
+            if on_eval is not None:
+                on_eval(step, accuracy)
+            if best is None or accuracy > best[0]:
+                best = (accuracy, step, copy.deepcopy(model.state_dict()))
+            if accuracy >= task.stop_accuracy:
+                break
+    kept_step = len(losses)
+    if best is not None and not stopped and best[1] != len(losses):
+        model.load_state_dict(best[2])  # the weights of the best validation accuracy
+        kept_step = best[1]
+    src, tgt = heldout_set(task, seed)
+    accuracy, token_accuracy, predicted = evaluate(model, task, src, tgt, greedy_decode=greedy_decode,
+                                                   padding_mask=padding_mask)
+    return CopyTaskRun(accuracy, token_accuracy, len(losses), time.perf_counter() - started, losses, validation,
+                       kept_step, stopped, model, (src, tgt), predicted)
+
+
+def smoothed_loss_floor(task: CopyTask) -> float:
+    """The smallest label-smoothed loss a perfect copier can reach: the entropy of the smoothed target."""
+    e, k = task.smoothing, task.vocab_size
+    right = 1 - e + e / k
+    return -(right * math.log(right) + (k - 1) * (e / k) * math.log(e / k)) if e > 0 else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m kata.copy_task [--seeds 0 1 2] [--threads 1]`: the capstone's training with the reference
+    solutions (katas 9.2 to 9.10), timed: what the 9.10 README reports. For course authors."""
+    import argparse
+    import importlib.util
+    import os
+    import statistics
+
+    parser = argparse.ArgumentParser(prog="python -m kata.copy_task", description=main.__doc__)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (the grading child uses cores // 2)")
+    args = parser.parse_args(argv)
+    os.environ["KATA_EARLIER"] = "reference"  # before anything imports kata.earlier's pieces
+    torch.set_num_threads(args.threads)
+    from kata.course import load_course
+
+    spec = importlib.util.spec_from_file_location("kata_copy_task_reference", load_course().find("9.10").solution)
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    rows = []
+    for seed in args.seeds:
+        cpu = time.process_time()
+        run = train_copy_task(TASK, Transformer=ref.Transformer, padding_mask=ref.padding_mask,
+                              make_optimizer=ref.make_optimizer, make_scheduler=ref.make_scheduler,
+                              train_step=ref.train_step, greedy_decode=ref.greedy_decode, seed=seed)
+        cpu = time.process_time() - cpu
+        rows.append((run.seconds, cpu, run.accuracy))
+        print(f"seed {seed}: {run.steps} steps, {run.seconds:.1f} s wall, {cpu:.1f} s CPU, held-out accuracy "
+              f"{run.accuracy:.3f} (tokens {run.token_accuracy:.4f}), validation {run.validation}", flush=True)
+    print(f"median of {len(rows)}: {statistics.median(r[0] for r in rows):.1f} s wall, "
+          f"{statistics.median(r[1] for r in rows):.1f} s CPU, accuracy {statistics.median(r[2] for r in rows):.3f} "
+          f"(torch {torch.__version__}, {args.threads} thread(s), load average {os.getloadavg()[0]:.1f})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

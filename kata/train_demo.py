@@ -1,0 +1,215 @@
+"""`kata train-demo`: your own Transformer learns the copy task, trained by your own code.
+
+Everything is the student's: the Transformer of kata 9.9 (and the pieces under it, through
+`kata.earlier` in its "own" mode: your exercises/ files), and the optimiser, schedule, loss,
+train_step and greedy_decode of kata 9.10 (`exercises/9.10-training/exercise.py`, loaded by path).
+The data, model size and recipe are the ones the 9.10 capstone check uses (`kata.copy_task`).
+
+    from rich.console import Console
+    from kata.train_demo import train_demo
+    summary = train_demo(Console(), seed=0)      # {"ok": True, "accuracy": 0.99, ...}
+
+A piece that is not written yet (NotImplementedError) or that raises is reported in one clear
+message naming the kata, the file and the line; no traceback is printed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import linecache
+import os
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kata import copy_task
+from kata.course import Course, CourseError, load_course
+from kata.earlier import MODE_VARIABLE, REFERENCE
+
+KATA_ID = "9.10"
+N_EXAMPLES = 6
+
+
+class DemoError(Exception):
+    """Something of the student's could not run; the message says what and where."""
+
+
+def _student_frame(exc: BaseException, course: Course):
+    """(kata, path shown, line, function, code) of the deepest traceback frame in a course file, or None."""
+    files = {str(k.exercise.resolve()): k for k in course.katas}
+    files.update({str(k.solution.resolve()): k for k in course.katas})
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        kata = files.get(str(Path(code.co_filename).resolve()))
+        if kata is not None:
+            path = Path(code.co_filename).resolve()
+            shown = path.relative_to(course.root) if path.is_relative_to(course.root) else path
+            found = (kata, shown, tb.tb_lineno, code.co_qualname, linecache.getline(code.co_filename,
+                                                                                 tb.tb_lineno).strip())
+        tb = tb.tb_next
+    return found
+
+
+def _explain(exc: BaseException, doing: str, course: Course) -> DemoError:
+    frame = _student_frame(exc, course)
+    where = f" ({frame[1]}:{frame[2]}, in {frame[3]}: {frame[4]})" if frame else ""
+    if isinstance(exc, NotImplementedError):
+        if frame:
+            return DemoError(f"{doing}: {frame[3]} of kata {frame[0].id} is not implemented yet{where}. Finish it "
+                             f"first: `kata check {frame[0].id}` says what is missing.")
+        return DemoError(f"{doing}: a piece is not implemented yet. `kata check` says what is missing.")
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    hint = f" `kata check {frame[0].id}` may tell you more." if frame else ""
+    return DemoError(f"{doing}: {text}{where}.{hint}")
+
+
+def _load_exercise(course: Course):
+    kata = course.find(KATA_ID)
+    spec = importlib.util.spec_from_file_location("kata_train_demo_exercise", kata.exercise)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except FileNotFoundError:
+        raise DemoError(f"{kata.exercise} does not exist (`kata reset {KATA_ID}` puts the stub back)") from None
+    except SyntaxError as exc:
+        raise DemoError(f"your kata {KATA_ID} exercise has a syntax error: {exc.msg} "
+                        f"({exc.filename}:{exc.lineno})") from None
+    except Exception as exc:
+        raise _explain(exc, f"importing your kata {KATA_ID} exercise failed", course) from None
+    missing = [name for name in ("make_optimizer", "make_scheduler", "train_step", "greedy_decode")
+               if not callable(getattr(module, name, None))]
+    if missing:
+        raise DemoError(f"your kata {KATA_ID} exercise has no {', '.join(missing)} ({kata.exercise})")
+    return module
+
+
+def train_demo(console: Console, *, seed: int = 0, steps: int | None = None) -> dict:
+    """Train your own Transformer on the copy task with your own training code; print progress and examples.
+
+    Args:
+        console: where to print (a rich Console).
+        seed:    the seed of the model's initial weights, the training batches and the held-out set.
+        steps:   training steps (default: the capstone's, copy_task.TASK.steps).
+
+    Returns:
+        {"ok", "accuracy", "token_accuracy", "seconds", "steps", "final_loss", "seed", "error"}:
+        ok is False (and error says why, the numbers None) when a piece of yours is missing or raised.
+    """
+    summary = {"ok": False, "accuracy": None, "token_accuracy": None, "seconds": None, "steps": None,
+               "final_loss": None, "seed": seed, "error": None}
+    try:
+        try:
+            course = load_course()
+        except CourseError as exc:
+            raise DemoError(str(exc)) from None
+        if os.environ.get(MODE_VARIABLE) == REFERENCE:
+            console.print(f"[yellow]note:[/] {MODE_VARIABLE}={REFERENCE} is set: the earlier katas' pieces are the "
+                          "reference solutions, not yours")
+        run = _train(console, course, seed, steps)
+    except DemoError as exc:
+        console.print(f"[bold red]train-demo stopped:[/] {exc}", highlight=False)
+        summary["error"] = str(exc)
+        return summary
+    summary.update(ok=True, accuracy=run.accuracy, token_accuracy=run.token_accuracy, seconds=run.seconds,
+                   steps=run.steps, final_loss=run.final_loss)
+    if run.stopped:
+        summary.update(ok=False, error=f"training stopped at step {run.steps}: {run.stopped}")
+    return summary
+
+
+def _train(console: Console, course: Course, seed: int, steps: int | None):
+    import torch  # here, not at the top: the `kata` command keeps torch out of its own start-up
+
+    task = copy_task.TASK
+    steps = task.steps if steps is None else steps
+    # As many threads as `kata check` gives the grading process (half the cores): for a model this small
+    # more threads mostly wait for each other, and the timing compares with the capstone check's.
+    if "OMP_NUM_THREADS" not in os.environ:
+        torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
+    student = _load_exercise(course)
+    try:
+        earlier = importlib.import_module("kata.earlier.transformer")
+        transformer, padding_mask = earlier.Transformer, earlier.padding_mask
+    except Exception as exc:
+        raise _explain(exc, "importing your Transformer (kata 9.9) failed", course) from None
+
+    try:
+        probe = copy_task.build_model(transformer, task)
+    except Exception as exc:
+        raise _explain(exc, "building your Transformer (kata 9.9) failed", course) from None
+    n_params = sum(p.numel() for p in probe.parameters())
+    del probe
+    console.print(f"[bold]Copy task[/]: {task.min_len}-{task.max_len} symbols out of {task.n_symbols}; your "
+                  f"Transformer with d_model {task.d_model}, {task.n_layers}+{task.n_layers} layers, {task.n_heads} "
+                  f"heads, d_ff {task.d_ff} ({n_params:,} parameters); up to {steps} steps of {task.batch_size} "
+                  f"sequences (stopping once the validation accuracy reaches {task.stop_accuracy}), Noam warm-up "
+                  f"{task.warmup_steps} steps, label smoothing {task.smoothing}; seed {seed}; "
+                  f"torch {torch.__version__}, {torch.get_num_threads()} CPU thread(s)", highlight=False)
+
+    progress = Progress(
+        TextColumn("[bold]training"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("loss [cyan]{task.fields[loss]}"), TextColumn("lr [cyan]{task.fields[lr]}"),
+        TextColumn("[cyan]{task.fields[speed]}[/] tokens/s"), TextColumn("validation [cyan]{task.fields[val]}"),
+        TimeElapsedColumn(), console=console, transient=False)
+    bar = progress.add_task("train", total=steps, loss="-", lr="-", speed="-", val="-")
+    started = time.perf_counter()
+    tokens = 0
+
+    def on_step(step: int, loss: float, lr: float, n_tokens: int) -> None:
+        nonlocal tokens
+        tokens += n_tokens
+        speed = tokens / max(time.perf_counter() - started, 1e-9)
+        progress.update(bar, completed=step, loss=f"{loss:.3f}", lr=f"{lr:.2e}", speed=f"{speed:,.0f}")
+
+    def on_eval(step: int, accuracy: float) -> None:
+        progress.update(bar, val=f"{accuracy:.3f}")
+
+    with progress:
+        try:
+            run = copy_task.train_copy_task(
+                task, Transformer=transformer, padding_mask=padding_mask, make_optimizer=student.make_optimizer,
+                make_scheduler=student.make_scheduler, train_step=student.train_step,
+                greedy_decode=student.greedy_decode, seed=seed, steps=steps, on_step=on_step, on_eval=on_eval)
+        except Exception as exc:
+            raise _explain(exc, "training or decoding failed", course) from None
+        if run.steps < steps and not run.stopped:
+            progress.update(bar, total=run.steps)  # stopped early: the bar ends full
+
+    if run.stopped:
+        console.print(f"[bold red]training stopped at step {run.steps}:[/] {run.stopped}", highlight=False)
+    elif run.validation:
+        val_step, val_accuracy = max(run.validation, key=lambda sv: (sv[1], -sv[0]))
+        how = (f"stopped early at step {run.steps}: " if run.steps < steps else "")
+        console.print(f"{how}validation accuracy {val_accuracy:.3f} at step {val_step} (the weights kept)",
+                      highlight=False)
+    _examples(console, run)
+    colour = "green" if run.accuracy >= task.target_accuracy else "red"
+    console.print(f"[bold]Held-out accuracy[/] (greedy, whole sequence, {task.n_heldout} sequences): "
+                  f"[bold {colour}]{run.accuracy:.3f}[/]  token accuracy {run.token_accuracy:.3f}  final loss "
+                  f"{run.final_loss:.3f} (floor {copy_task.smoothed_loss_floor(task):.3f})  "
+                  f"{run.steps} steps in {run.seconds:.1f} s", highlight=False)
+    if run.accuracy < task.target_accuracy:
+        shorter = f" (this run had {run.steps} steps, the check's has {task.steps})" if run.steps < task.steps else ""
+        console.print(f"The capstone check asks for {task.target_accuracy}{shorter}: `kata check {KATA_ID}` shows "
+                      "which piece is off.", highlight=False)
+    return run
+
+
+def _examples(console: Console, run) -> None:
+    src, tgt = run.heldout
+    right = copy_task.sequence_matches(run.predictions, tgt)
+    table = Table(title="Held-out examples", show_lines=False)
+    table.add_column("source")
+    table.add_column("decoded")
+    table.add_column("")
+    for i in range(min(N_EXAMPLES, src.size(0))):
+        ok = bool(right[i])
+        table.add_row(copy_task.format_tokens(src[i]), copy_task.format_tokens(run.predictions[i]),
+                      "[green]ok[/]" if ok else "[red]wrong[/]")
+    console.print(table)
