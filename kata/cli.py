@@ -42,7 +42,15 @@ def _course() -> Course:
 
 def _kata(course: Course, key: str | None, states: dict | None = None) -> Kata:
     if key is None:
-        found = prog.next_kata(course.katas, states if states is not None else _progress(course).load())
+        progress = _progress(course)
+        states = states if states is not None else progress.load()
+        chosen = progress.current()  # `kata goto`, until that kata is passed or skipped
+        if chosen is not None and states.get(chosen, prog.KataProgress()).status not in (prog.PASSED, prog.SKIPPED):
+            try:
+                return course.find(chosen)
+            except KeyError:
+                pass
+        found = prog.next_kata(course.katas, states)
         if found is None:
             raise UsageError("every kata is passed or skipped: name one, e.g. `kata check 9.1`")
         return found
@@ -210,11 +218,32 @@ def solution(kata_id: str, yes: bool, as_json: bool) -> None:
 
 
 @main.command()
-@click.argument("kata_id")
+@click.argument("kata_id", required=False)
+@click.option("--all", "every", is_flag=True,
+              help="Every kata: all your files (and the progress file) go to one backup folder first.")
 @json_option
-def reset(kata_id: str, as_json: bool) -> None:
+def reset(kata_id: str | None, every: bool, as_json: bool) -> None:
     """Put the stub back (your file is backed up first)."""
     course = _course()
+    if every:
+        if kata_id is not None:
+            raise UsageError("give a kata ID or --all, not both")
+        done = workspace.reset_all(course, prog.progress_path(course.root))
+        if as_json:
+            _emit("reset", {"all": True, "backup": done.folder, "katas": [vars(c) for c in done.changes]})
+            return
+        from kata import render
+
+        console = _console()
+        changed = [c for c in done.changes if c.changed]
+        console.print(f"[green]Reset[/] {len(changed)} of {len(done.changes)} katas to their stubs.")
+        if done.folder:
+            console.print(f"Everything as it was is in [cyan]{render.relative(done.folder)}[/] (exercise files "
+                          "in their folders, and the progress file): copy a file back to undo.")
+        console.print("Your progress is kept (`kata progress`).")
+        return
+    if kata_id is None:
+        raise UsageError("name the kata to reset (`kata reset 9.2`), or --all")
     kata = _kata(course, kata_id)
     change = workspace.reset(course, kata)
     if as_json:
@@ -244,6 +273,103 @@ def restore(kata_id: str, source: Path | None, as_json: bool) -> None:
     from kata import render
 
     render.change(_console(), "Restored", kata, change.changed, change.backup, change.restored_from)
+
+
+@main.command()
+@click.argument("kata_id", required=False)
+@json_option
+def skip(kata_id: str | None, as_json: bool) -> None:
+    """Skip a kata for now: recorded as skipped, not passed; `kata next` and watch move on."""
+    course = _course()
+    progress = _progress(course)
+    kata = _kata(course, kata_id or progress.current())
+    entry = progress.record_skip(kata.id)
+    states = progress.load()
+    following = prog.next_kata(course.katas, states)
+    progress.set_current(following.id if following else None)
+    if as_json:
+        _emit("skip", {"kata": kata.id, "status": entry.status, "next": following.id if following else None})
+        return
+    console = _console()
+    if entry.status == prog.PASSED:
+        console.print(f"Kata {kata.id} is already passed: nothing to skip.")
+    else:
+        console.print(f"[yellow]Skipped[/] kata {kata.id} {kata.title} (not passed: `kata check {kata.id}` "
+                      "any time to come back to it).")
+    if following:
+        console.print(f"Next: [bold]{following.id}[/] {following.title}")
+
+
+@main.command()
+@click.argument("kata_id")
+@json_option
+def goto(kata_id: str, as_json: bool) -> None:
+    """Make a kata the current one: `kata watch` (and `kata check`, `hint`, `edit` without an ID) start there."""
+    course = _course()
+    kata = _kata(course, kata_id)
+    _progress(course).set_current(kata.id)
+    if as_json:
+        _emit("goto", {"kata": _kata_dict(kata)})
+        return
+    from kata import render
+
+    console = _console()
+    console.print(f"Current kata: [bold]{kata.id}[/] {kata.title}")
+    console.print(f"  edit    [cyan]{render.relative(kata.exercise)}[/]   (or `kata edit`)")
+    console.print("  watch   [bold]kata watch[/]")
+
+
+def _editor_command(path: Path) -> list[str]:
+    """$EDITOR, else $VISUAL, else a sensible default for the platform; UsageError if there is none."""
+    import os
+    import shlex
+    import shutil
+
+    for variable in ("EDITOR", "VISUAL"):
+        value = os.environ.get(variable, "").strip()
+        if value:
+            command = shlex.split(value, posix=os.name != "nt")
+            if shutil.which(command[0]) is None:
+                raise UsageError(f"${variable} is {value!r}, but {command[0]!r} is not a program on your PATH")
+            return [*command, str(path)]
+    defaults = (["notepad"],) if os.name == "nt" else (["open", "-t"],) if sys.platform == "darwin" else ()
+    for command in (*defaults, ["nano"], ["vim"], ["vi"]):
+        if shutil.which(command[0]):
+            return [*command, str(path)]
+    raise UsageError(f"no editor found: set EDITOR (e.g. `export EDITOR=nano`, or `code -w` for VS Code), "
+                     f"or open {path} yourself")
+
+
+@main.command()
+@click.argument("kata_id", required=False)
+def edit(kata_id: str | None) -> None:
+    """Open the kata's exercise in your editor ($EDITOR, else $VISUAL, else nano, vim or vi)."""
+    course = _course()
+    progress = _progress(course)
+    kata = _kata(course, kata_id or progress.current())
+    command = _editor_command(kata.exercise)
+    try:
+        code = subprocess.call(command)
+    except OSError as exc:
+        raise UsageError(f"could not start {command[0]}: {exc}") from None
+    sys.exit(0 if code == 0 else 1)
+
+
+@main.command()
+@click.argument("kata_id", required=False)
+@click.option("--poll", is_flag=True,
+              help="Look for saves every half second instead of waiting for file-system events (WSL mounts, "
+                   "network drives, some containers send none).")
+@click.option("--device", type=click.Choice(["cpu", "cuda", "all"]), default="all", show_default=True,
+              help="Where to run the checks.")
+def watch(kata_id: str | None, poll: bool, device: str) -> None:
+    """Check the current kata every time you save it; keys: n next, h hint, l list, c check again, q quit."""
+    from kata.watch import Watcher
+
+    course = _course()
+    progress = _progress(course)
+    start = _kata(course, kata_id) if kata_id else None
+    sys.exit(Watcher(course, progress, start=start, poll=poll, device=device).run())
 
 
 @main.command("next")
@@ -351,11 +477,19 @@ def doctor(as_json: bool) -> None:
 @main.command()
 @click.argument("kata_ids", nargs=-1)
 @click.option("--jobs", "-j", type=int, default=None, help="Grading runs at once (default: the CPU count).")
+@click.option("--progress", "check_progress", is_flag=True,
+              help="Check the progress file instead: every pass must carry the hash of the file that passed.")
+@click.option("--regrade", is_flag=True, help="With --progress: also grade each passed exercise again.")
 @json_option
-def verify(kata_ids: tuple[str, ...], jobs: int | None, as_json: bool) -> None:
-    """For course authors: prove every kata sound (reference passes, stub and planted mistakes fail)."""
+def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, regrade: bool, as_json: bool) -> None:
+    """For course authors: prove every kata sound (reference passes, stub and planted mistakes fail).
+
+    With --progress, for instructors and the wary: prove each pass in the progress file."""
     import os
 
+    if check_progress:
+        _verify_progress(kata_ids, regrade, as_json)
+        return
     from kata.verify import verify_kata
 
     course = _course()
@@ -384,6 +518,32 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, as_json: bool) -> None:
     sys.exit(0 if ok else 1)
 
 
+def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) -> None:
+    course = _course()
+    progress = _progress(course)
+    katas = [_kata(course, k) for k in kata_ids] or list(course.katas)
+
+    def grade(kata: Kata) -> bool:
+        return runner.run_kata(course, kata).passed
+
+    checks = prog.verify_passes(katas, progress.load(), grade if regrade else None)
+    ok = all(c.ok for c in checks)
+    if as_json:
+        _emit("verify-progress", {"ok": ok, "progress_file": str(progress.path), "regraded": regrade,
+                                  "katas": [vars(c) for c in checks]})
+    else:
+        console = _console()
+        if not checks:
+            console.print(f"No kata is recorded as passed in {progress.path}.")
+        for check in checks:
+            mark = "[green]✓[/]" if check.ok else "[red]✗[/]"
+            console.print(f"{mark} {check.kata} {check.verdict}" + (f": {check.detail}" if check.detail else ""))
+        if checks:
+            console.print(("[green bold]every pass is proven[/]" if ok else "[red bold]some passes are not proven[/]")
+                          + (" (regraded)" if regrade else " (hashes; --regrade grades them again)"))
+    sys.exit(0 if ok else 1)
+
+
 @main.command()
 @click.option("--write", is_flag=True, help="Rewrite exercise.py files that differ (backing them up first).")
 def stubs(write: bool) -> None:
@@ -401,3 +561,9 @@ def stubs(write: bool) -> None:
     if not stale:
         click.echo(f"all {len(course.katas)} stubs are derived from their solutions")
     sys.exit(1 if stale and not write else 0)
+
+
+from kata.nbgrader.cli import nbgrader_group, notebook_command  # noqa: E402 (commands registered last)
+
+main.add_command(nbgrader_group)
+main.add_command(notebook_command)

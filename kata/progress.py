@@ -3,11 +3,15 @@
 Schema (version 1)::
 
     {"schema": 1,
+     "current": "9.2",
      "katas": {"9.1": {"status": "passed", "attempts": 3, "first_passed": "2026-11-22T10:15:00+00:00",
                        "last_checked": "...", "hints_used": 1, "solution_revealed": false,
                        "passed_hash": "sha256 of the exercise file that passed", "skipped": false}}}
 
-`status` is one of "not-started", "failing", "passed", "skipped". Every change is a read-modify-write
+`status` is one of "not-started", "failing", "passed", "skipped". `current` (optional) is the kata
+`kata goto` chose: `kata watch` starts there. A pass carries its proof, `passed_hash`, the SHA-256 of
+the exercise file that passed: `kata verify --progress` re-hashes (and can re-grade) each passed kata
+and reports passes without proof or whose file no longer matches (`verify_passes`). Every change is a read-modify-write
 under a file lock, written to a temporary file and renamed over the old one, so two checks at once
 lose nothing and a crash mid-write leaves the previous file. A file that cannot be read or parsed is
 moved aside (`.corrupt-<time>`) with a warning and a fresh one is started: never a crash, never a
@@ -85,6 +89,7 @@ class Progress:
     def __init__(self, path: Path):
         self.path = path
         self._lock = FileLock(str(path) + ".lock", timeout=30)
+        self._current: str | None = None  # the top-level "current", as last read
 
     def load(self) -> dict[str, KataProgress]:
         with self._lock:
@@ -102,6 +107,7 @@ class Progress:
             self._write(katas)
 
     def _read(self) -> dict[str, KataProgress]:
+        self._current = None
         try:
             raw = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -114,6 +120,8 @@ class Progress:
             if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
                 raise ValueError(f"schema {data.get('schema') if isinstance(data, dict) else None!r}, "
                                  f"expected {SCHEMA_VERSION}")
+            current = data.get("current")
+            self._current = current if isinstance(current, str) else None
             return {kid: KataProgress.from_dict(entry) for kid, entry in data.get("katas", {}).items()}
         except (ValueError, TypeError, AttributeError) as exc:
             self._move_aside(f"not a valid progress file ({exc})")
@@ -127,7 +135,10 @@ class Progress:
                       ProgressWarning, stacklevel=4)
 
     def _write(self, katas: dict[str, KataProgress]) -> None:
-        data = {"schema": SCHEMA_VERSION, "katas": {kid: asdict(p) for kid, p in sorted(katas.items())}}
+        data: dict = {"schema": SCHEMA_VERSION}
+        if self._current:
+            data["current"] = self._current
+        data["katas"] = {kid: asdict(p) for kid, p in sorted(katas.items())}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
         try:
@@ -174,6 +185,57 @@ class Progress:
             if entry.status != PASSED:
                 entry.status = SKIPPED
             return entry
+
+    def current(self) -> str | None:
+        """The kata `kata goto` chose (None if it never ran, or after the course's end)."""
+        with self._lock:
+            self._read()
+            return self._current
+
+    def set_current(self, kata_id: str | None) -> None:
+        with self.edit():
+            self._current = kata_id
+
+
+@dataclass
+class PassCheck:
+    """What `kata verify --progress` found for one kata recorded as passed."""
+
+    kata: str
+    verdict: str  # "ok", "no-proof", "changed", "missing", "regraded-failing"
+    detail: str = ""
+    recorded_hash: str | None = None
+    file_hash: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "ok"
+
+
+def verify_passes(katas, states: dict[str, KataProgress], regrade=None) -> list[PassCheck]:
+    """Each pass must carry the hash of the file that passed, and that file must still be it.
+
+    `katas`: the course's katas (with `.id` and `.exercise`); `regrade(kata) -> bool`, if given, grades
+    the exercise of each pass whose hash matches, to prove it passes now too."""
+    found = []
+    for kata in katas:
+        state = states.get(kata.id)
+        if state is None or state.status != PASSED:
+            continue
+        current = file_hash(kata.exercise)
+        check = PassCheck(kata.id, "ok", recorded_hash=state.passed_hash, file_hash=current)
+        if not state.passed_hash:
+            check.verdict, check.detail = "no-proof", "recorded as passed without the hash of the file that passed"
+        elif current is None:
+            check.verdict, check.detail = "missing", f"{kata.exercise} is gone"
+        elif current != state.passed_hash:
+            check.verdict = "changed"
+            check.detail = (f"{kata.exercise} is not the file that passed (edited since, or the pass was not "
+                            "recorded by kata check): `kata check " + kata.id + "` records it again")
+        elif regrade is not None and not regrade(kata):
+            check.verdict, check.detail = "regraded-failing", "the file that passed does not pass when graded again"
+        found.append(check)
+    return found
 
 
 def next_kata(katas, states: dict[str, KataProgress]):

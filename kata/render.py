@@ -38,6 +38,8 @@ CHECK_STYLE = {
     protocol.NOT_IMPLEMENTED: ("…", "yellow"),
     protocol.FORBIDDEN: ("⊘", "magenta"),
     protocol.SKIPPED: ("↷", "dim"),
+    protocol.TAMPERED: ("⚠", "red"),
+    protocol.MEMORY: ("!", "red"),
 }
 OUTCOME_TITLE = {
     runner.PASSED: "passed",
@@ -50,6 +52,8 @@ OUTCOME_TITLE = {
     runner.TIMEOUT: "timeout",
     runner.CRASH: "crash",
     runner.INTERNAL_ERROR: "the graders could not run",
+    runner.TAMPERED: "tampering detected",
+    runner.MEMORY: "over the memory limit",
 }
 
 
@@ -130,7 +134,7 @@ def check_result(console: Console, course: Course, kata: Kata, result: KataResul
     if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION) or (
             result.outcome == runner.FORBIDDEN and not result.checks):
         _outcome_panel(console, result, course.root)
-    elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR):
+    elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR, runner.TAMPERED, runner.MEMORY):
         _checks_table(console, result)
         _outcome_panel(console, result, course.root)
     elif result.outcome == runner.NOT_IMPLEMENTED:

@@ -2,8 +2,14 @@
 
 The `kata` process never imports the student's code (nor torch): it parses the file itself (a syntax
 error costs milliseconds), reads it for forbidden built-ins, then starts `kata.grading.child` under the
-kata's time budget and reads the structured results it writes. Whatever happens to the child
-(a timeout, a signal, `os._exit`) becomes a named outcome here.
+kata's time budget and memory limit, and reads the structured results it writes. Whatever happens to
+the child (a timeout, a signal, `os._exit`, running out of memory, tampering) becomes a named outcome.
+
+The results come through a pipe, each record signed with a key made for this run and handed to the
+child through another pipe (`kata.grading.protocol`, `kata.grading.sandbox`); a record the student's
+code forged, or one missing from the sequence, makes the outcome "tampered". The child's own
+stdout/stderr (what C code or `os.write` print past the capture) come through a third pipe, of which
+only the first and last few thousand characters are kept.
 """
 
 from __future__ import annotations
@@ -11,16 +17,18 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
+import secrets
 import signal
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kata.course import Course, Kata
 from kata.grading import protocol
+from kata.grading.limits import MEMORY_EXIT_CODE
 from kata.grading.scan import scan
 
 # Kata outcomes.
@@ -34,6 +42,8 @@ FORBIDDEN = protocol.FORBIDDEN
 TIMEOUT = "timeout"
 CRASH = "crash"
 INTERNAL_ERROR = "internal-error"
+TAMPERED = protocol.TAMPERED  # the student's code tampered with the grading: the checks are void
+MEMORY = protocol.MEMORY  # the student's code needed more memory than the kata's limit
 
 # Exit codes of `kata check` (documented in the README).
 EXIT_PASSED = 0
@@ -44,8 +54,11 @@ EXIT_CRASH = 4
 EXIT_INTERNAL = 5
 EXIT_INTERRUPTED = 130
 
-_EXIT_CODES = {PASSED: EXIT_PASSED, TIMEOUT: EXIT_TIMEOUT, CRASH: EXIT_CRASH, INTERNAL_ERROR: EXIT_INTERNAL}
-LOG_TAIL = 4000
+_EXIT_CODES = {PASSED: EXIT_PASSED, TIMEOUT: EXIT_TIMEOUT, CRASH: EXIT_CRASH, MEMORY: EXIT_CRASH,
+               INTERNAL_ERROR: EXIT_INTERNAL}
+LOG_HEAD = 2000  # characters of the child's own output kept from its start...
+LOG_TAIL = 4000  # ...and from its end
+RESULTS_LIMIT = 32 * 1024 * 1024  # bytes of results read at most (a real run writes a few hundred KB)
 
 
 @dataclass
@@ -93,7 +106,9 @@ class KataResult:
     cuda_device: str | None = None
     torch: str | None = None
     seed: int = 0
-    log: str = ""  # the tail of the child's own stdout/stderr: for course authors, never grader source
+    threads: int | None = None  # torch's intra-op threads in the grading process
+    memory_mb: int | None = None  # the memory limit the checks ran under
+    log: str = ""  # the head and tail of the child's own stdout/stderr: for course authors, never grader source
 
     @property
     def passed(self) -> bool:
@@ -121,10 +136,52 @@ def grading_env(course: Course) -> dict[str, str]:
     env["KATA_COURSE"] = str(course.root)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env.pop("PYTHONSTARTUP", None)
+    env.pop("PYTHONINSPECT", None)
     threads = str(max(1, (os.cpu_count() or 2) // 2))
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
         env.setdefault(name, threads)
     return env
+
+
+class _Drain(threading.Thread):
+    """Reads a pipe to its end in the background, keeping the first `head` and last `tail` bytes (or
+    everything up to `head` when `tail` is 0) and counting the rest."""
+
+    def __init__(self, fd: int, head: int, tail: int = 0):
+        super().__init__(daemon=True)
+        self.fd, self.head_limit, self.tail_limit = fd, head, tail
+        self.head, self.tail, self.dropped = bytearray(), bytearray(), 0
+        self.start()
+
+    def run(self) -> None:
+        try:
+            while True:
+                chunk = os.read(self.fd, 65536)
+                if not chunk:
+                    break
+                room = self.head_limit - len(self.head)
+                if room > 0:
+                    self.head += chunk[:room]
+                    chunk = chunk[room:]
+                if not chunk:
+                    continue
+                if not self.tail_limit:
+                    self.dropped += len(chunk)
+                    continue
+                self.tail += chunk
+                if len(self.tail) > self.tail_limit:
+                    self.dropped += len(self.tail) - self.tail_limit
+                    del self.tail[: len(self.tail) - self.tail_limit]
+        finally:
+            os.close(self.fd)
+
+    def text(self) -> str:
+        head = self.head.decode("utf-8", errors="replace")
+        if not self.dropped and not self.tail:
+            return head
+        gap = f"\n… {self.dropped:,} bytes not kept …\n" if self.dropped else ""
+        return head + gap + self.tail.decode("utf-8", errors="replace")
 
 
 def precheck(kata: Kata, path: Path) -> KataResult | None:
@@ -152,34 +209,139 @@ def precheck(kata: Kata, path: Path) -> KataResult | None:
 
 
 def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices: str = "all",
-             seed: int = 0, timeout: float | None = None) -> KataResult:
-    """Grade `student` (the kata's exercise by default) and return its structured result."""
+             seed: int = 0, timeout: float | None = None, memory_mb: int | None = None,
+             graders: Path | None = None) -> KataResult:
+    """Grade `student` (the kata's exercise by default) and return its structured result.
+
+    `graders` runs the graders of another folder (an nbgrader notebook's hidden tests) instead of the
+    kata's own; `timeout` and `memory_mb` override the kata's time budget and memory limit."""
     path = (student or kata.exercise).resolve()
     started = time.perf_counter()
     early = precheck(kata, path)
     if early is not None:
         early.seconds = time.perf_counter() - started
         return early
-    budget = kata.time_budget_s if timeout is None else timeout
-    with tempfile.TemporaryDirectory(prefix="kata-") as tmp:
-        results, log = Path(tmp) / "results.jsonl", Path(tmp) / "child.log"
-        command = [sys.executable, "-m", "kata.grading.child", kata.id, str(path), str(results),
+    run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders)
+    return run.finish(kata.time_budget_s if timeout is None else timeout, started)
+
+
+class _Run:
+    """One grading child: started, then waited for (under the budget) and its results interpreted."""
+
+    def __init__(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, memory_mb: int | None,
+                 graders: Path | None, wait: bool = False):
+        self.kata, self.path = kata, path
+        self.memory = kata.memory_mb if memory_mb is None else memory_mb
+        self.key = secrets.token_bytes(32)
+        key_read, key_write = os.pipe()
+        results_read, results_write = os.pipe()
+        go_read, self.go = os.pipe() if wait else (None, None)
+        try:
+            os.write(key_write, self.key)  # 32 bytes: far below a pipe's buffer, never blocks
+        finally:
+            os.close(key_write)
+        passed = [key_read, results_write] + ([go_read] if wait else [])
+        command = [sys.executable, "-m", "kata.grading.child", kata.id, str(path), f"fd:{results_write}",
+                   *([f"--kata-graders={Path(graders).resolve()}"] if graders is not None else []),
+                   f"--kata-key-fd={key_read}", f"--kata-memory-mb={self.memory}",
+                   *([f"--kata-go-fd={go_read}"] if wait else []),
                    f"--kata-devices={devices}", f"--kata-seed={seed}"]
-        with open(log, "wb") as log_file:
-            child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                                     env=grading_env(course), cwd=course.root, start_new_session=True)
-            timed_out = False
-            try:
-                child.wait(timeout=budget)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:
-                # Also on Ctrl-C: the child's whole process group goes, then the interrupt goes on.
-                _kill_group(child)
-        result = _interpret(kata, path, protocol.read_events(results), child.returncode, timed_out, budget,
-                            _tail(log))
-    result.seconds = time.perf_counter() - started
-    return result
+        try:
+            self.child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, env=grading_env(course), cwd=course.root,
+                                          start_new_session=True, pass_fds=tuple(passed))
+        except BaseException:
+            if self.go is not None:
+                os.close(self.go)
+            raise
+        finally:
+            for fd in passed:
+                os.close(fd)
+        self.results = _Drain(results_read, RESULTS_LIMIT)
+        self.log = _Drain(os.dup(self.child.stdout.fileno()), LOG_HEAD, LOG_TAIL)
+        self.child.stdout.close()
+
+    def alive(self) -> bool:
+        return self.child.poll() is None
+
+    def start(self) -> bool:
+        """Let a waiting child import the student's file and run the checks; False if it is gone."""
+        if self.go is None:
+            return True
+        try:
+            os.write(self.go, b"g")
+            return True
+        except OSError:
+            return False
+        finally:
+            os.close(self.go)
+            self.go = None
+
+    def close(self) -> None:
+        if self.go is not None:
+            os.close(self.go)
+            self.go = None
+        _kill_group(self.child)
+        self.results.join(5)
+        self.log.join(5)
+
+    def finish(self, budget: float, started: float) -> KataResult:
+        timed_out = False
+        try:
+            self.child.wait(timeout=budget)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            # Also on Ctrl-C: the child's whole process group goes, then the interrupt goes on.
+            self.close()
+        stream = protocol.verify_lines(bytes(self.results.head), self.key)
+        if self.results.dropped:
+            stream.problems.append(f"the results ran past {RESULTS_LIMIT:,} bytes")
+        result = _interpret(self.kata, self.path, stream, self.child.returncode, timed_out, budget, self.log.text())
+        result.memory_mb = self.memory
+        result.seconds = time.perf_counter() - started
+        return result
+
+
+class Prepared:
+    """A grading child started ahead of time (`kata watch`): torch, pytest, the reference and the
+    graders are loaded and the process sealed, and it waits to import the student's file until
+    `run()`, which then costs the checks alone. One use; the time budget starts at `run()`."""
+
+    def __init__(self, course: Course, kata: Kata, *, devices: str = "all", seed: int = 0):
+        self.course, self.kata = course, kata
+        self._run = _Run(course, kata, kata.exercise.resolve(), devices=devices, seed=seed, memory_mb=None,
+                         graders=None, wait=True)
+        self.used = False
+
+    def alive(self) -> bool:
+        return not self.used and self._run.alive()
+
+    def run(self, timeout: float | None = None) -> KataResult | None:
+        """Grade the kata's exercise as it is now; None if this child cannot (it died: start another).
+
+        A file that does not parse or names a forbidden built-in is refused without using the child."""
+        started = time.perf_counter()
+        early = precheck(self.kata, self._run.path)
+        if early is not None:
+            early.seconds = time.perf_counter() - started
+            return early
+        if self.used or not self.alive() or not self._run.start():
+            return None
+        self.used = True
+        return self._run.finish(self.kata.time_budget_s if timeout is None else timeout, started)
+
+    def close(self) -> None:
+        self.used = True
+        self._run.close()
+
+
+def prepare_kata(course: Course, kata: Kata, *, devices: str = "all") -> Prepared | None:
+    """A `Prepared` child for the kata's exercise, or None where that is not possible."""
+    try:
+        return Prepared(course, kata, devices=devices)
+    except OSError:
+        return None
 
 
 def _kill_group(child: subprocess.Popen) -> None:
@@ -188,19 +350,15 @@ def _kill_group(child: subprocess.Popen) -> None:
     child.wait()
 
 
-def _tail(path: Path) -> str:
-    with open(path, "rb") as f:
-        f.seek(0, os.SEEK_END)
-        f.seek(max(0, f.tell() - LOG_TAIL))
-        return f.read().decode("utf-8", errors="replace")
-
-
 def _frames(records: list[dict]) -> list[Frame]:
     return [Frame(**r) for r in records]
 
 
-def _interpret(kata: Kata, path: Path, events: list[dict], returncode: int, timed_out: bool,
+def _interpret(kata: Kata, path: Path, stream: protocol.Stream | list[dict], returncode: int, timed_out: bool,
                budget: float, log: str) -> KataResult:
+    if isinstance(stream, list):
+        stream = protocol.Stream(events=stream)
+    events = stream.events
     result = KataResult(kata.id, str(path), INTERNAL_ERROR, log=log)
     session = next((e for e in events if e["event"] == "session"), {})
     result.devices = session.get("devices", [])
@@ -208,30 +366,50 @@ def _interpret(kata: Kata, path: Path, events: list[dict], returncode: int, time
     result.cuda_device = session.get("cuda_device")
     result.torch = session.get("torch")
     result.seed = session.get("seed", 0)
+    result.threads = session.get("threads")
 
     begun: list[str] = []
+    announced: int | None = None
+    imported = None
     for event in events:
         if event["event"] == "import":
             result.output = event.get("output", "")
-            if event["status"] != protocol.IMPORT_OK:
-                result.outcome = event["status"]
-                result.message = event.get("message", "")
-                result.frames = _frames(event.get("frames", []))
-                return result
+            announced = event.get("checks")
+            imported = event
         elif event["event"] == "begin":
             begun.append(event["id"])
         elif event["event"] == "check":
-            fields = {k: v for k, v in event.items() if k != "event"}
+            fields = {k: v for k, v in event.items() if k in _CHECK_FIELDS}
             fields["frames"] = _frames(fields.get("frames", []))
             result.checks.append(Check(**fields))
     _score(kata, result)
     finished = {c.id for c in result.checks}
     running = next((cid for cid in reversed(begun) if cid not in finished), None)
     during = f" (during check {running})" if running else ""
+    tampering = [e for e in events if e["event"] == "tamper"]
 
+    if stream.problems or tampering:
+        result.outcome = TAMPERED
+        if tampering:
+            first = tampering[0]
+            result.message = first.get("message", "tampering")
+            if first.get("file"):
+                result.frames = [Frame(first["file"], int(first.get("line") or 0), "", "")]
+        else:
+            result.message = f"the results of the checks were altered: {stream.problems[0]}"
+        result.message += ". The checks of this run do not count."
+        return result
+    if imported is not None and imported.get("status") != protocol.IMPORT_OK:
+        result.outcome = imported["status"]
+        result.message = imported.get("message", "")
+        result.frames = _frames(imported.get("frames", []))
+        return result
     if timed_out:
         result.outcome = TIMEOUT
         result.message = f"ran longer than {budget:g} s, the kata's time budget{during}: an infinite loop?"
+    elif returncode == MEMORY_EXIT_CODE:
+        result.outcome = MEMORY
+        result.message = f"used more memory than the kata's limit{during}"
     elif returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -244,13 +422,21 @@ def _interpret(kata: Kata, path: Path, events: list[dict], returncode: int, time
         result.outcome = CRASH
         result.message = (f"the grading process ended early with exit code {returncode}{during}: "
                           "did your code call os._exit() or sys.exit(), or crash the interpreter?")
-    elif not session or not result.checks:
+    elif not session or (not result.checks and not announced):
         result.outcome = INTERNAL_ERROR
         result.message = f"the graders of kata {kata.id} did not run (pytest exit code {returncode})"
+    elif announced is not None and len(result.checks) < announced:
+        result.outcome = CRASH
+        result.message = (f"the grading stopped after {len(result.checks)} of {announced} checks{during}: did your "
+                          "code raise KeyboardInterrupt or call pytest.exit()?")
     else:
         statuses = {c.status for c in result.checks}
         if statuses == {protocol.PASSED}:
             result.outcome = PASSED
+        elif protocol.TAMPERED in statuses:
+            result.outcome = TAMPERED
+        elif protocol.MEMORY in statuses:
+            result.outcome = MEMORY
         elif protocol.FORBIDDEN in statuses:
             result.outcome = FORBIDDEN
         elif statuses == {protocol.NOT_IMPLEMENTED}:
@@ -260,7 +446,17 @@ def _interpret(kata: Kata, path: Path, events: list[dict], returncode: int, time
         failing = sum(not c.passed for c in result.checks)
         result.message = (f"all {len(result.checks)} checks passed" if result.outcome == PASSED
                           else f"{failing} of {len(result.checks)} checks did not pass")
+        if result.outcome == MEMORY:
+            first = next(c for c in result.checks if c.status == protocol.MEMORY)
+            result.message = first.message
+        elif result.outcome == TAMPERED:
+            first = next(c for c in result.checks if c.status == protocol.TAMPERED)
+            result.message = first.message + ". The checks of this run do not count."
     return result
+
+
+_CHECK_FIELDS = {"id", "title", "status", "message", "device", "dtype", "weight", "points", "diagnoses", "frames",
+                 "output", "seconds"}
 
 
 def _score(kata: Kata, result: KataResult) -> None:

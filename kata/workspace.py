@@ -2,12 +2,14 @@
 
 Every operation that would overwrite an exercise first copies it to
 `.kata-backups/<id>-<slug>/exercise-<timestamp>.py` (unless the file already equals what replaces it).
+`reset_all` first copies every exercise (and the progress file) into one folder,
+`.kata-backups/all-<timestamp>/`, laid out like the course, so that one copy command undoes it.
 """
 
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -78,3 +80,38 @@ def restore(course: Course, kata: Kata, source: Path | None = None) -> Change:
     text = Path(source).read_text(encoding="utf-8")
     changed, saved = _replace(course, kata, text)
     return Change(kata.id, str(kata.exercise), changed, str(saved) if saved else None, str(source))
+
+
+@dataclass
+class ResetAll:
+    folder: str | None  # the one backup of everything, or None when there was nothing to keep
+    changes: list[Change] = field(default_factory=list)
+
+
+def reset_all(course: Course, progress_file: Path | None = None) -> ResetAll:
+    """Put every stub back, after copying every exercise (and the progress file) into one folder."""
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    folder = course.root / BACKUP_DIR / f"all-{stamp}"
+    kept = 0
+    for kata in course.katas:
+        if kata.exercise.is_file():
+            target = folder / kata.exercise.relative_to(course.root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(kata.exercise, target)
+            kept += 1
+    if progress_file is not None and progress_file.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(progress_file, folder / progress_file.name)
+        kept += 1
+    result = ResetAll(str(folder) if kept else None)
+    for kata in course.katas:
+        text = stub_text(kata)
+        current = kata.exercise.read_text(encoding="utf-8") if kata.exercise.is_file() else None
+        changed = current != text
+        if changed:
+            kata.exercise.parent.mkdir(parents=True, exist_ok=True)
+            kata.exercise.write_text(text, encoding="utf-8")
+        saved = folder / kata.exercise.relative_to(course.root)
+        result.changes.append(Change(kata.id, str(kata.exercise), changed,
+                                     str(saved) if changed and saved.is_file() else None))
+    return result

@@ -1,16 +1,26 @@
 """Forbidden built-ins made to raise while the student's code calls them.
 
-Each forbidden name from `course.toml` is replaced by a wrapper (for a class, its `__init__`) that
-looks at who called it: the first frame outside torch and the standard library. If that frame is in
-the student's file, it raises `ForbiddenBuiltin` naming the line; if it is a grader or a reference
-solution, the original runs. So aliases (`getattr(torch, "soft" + "max")`, `F.__dict__["softmax"]`,
-`nn.Softmax()(x)`) are caught, while graders and the reference pieces of earlier katas keep using
-the real thing.
+Two layers, both deciding who called by looking at the stack (the first frame outside torch, the
+standard library and site-packages):
+
+- each forbidden name from `course.toml` is replaced by a wrapper (for a class, its `__init__`), so
+  Python-level aliases are caught: `getattr(torch, "soft" + "max")`, `F.__dict__["softmax"]`,
+  `nn.Softmax()(x)`, torch's own code calling it for the student (`torch.distributions`...);
+- while the student's code runs, a torch function mode (`ForbiddenMode`) sees every torch call made
+  from Python, C-level aliases included: `torch._C._VariableFunctions.softmax`,
+  `torch._C.TensorBase.softmax(x)`, `torch._VF.softmax`, `torch.ops.aten._softmax.default`,
+  `torch.special.softmax`, `torch.sparse.softmax`. It matches by the function's name, normalised
+  (`_softmax.default`, `special_softmax` and `native_layer_norm` all count as what they are).
+
+A call is the student's when that first frame is in the student's file (or other code the student
+made), or when it is in a grader or in this kata's reference solution while the student's code is
+further down the stack (the student calling a grader's helper to compute the answer). Graders and the
+reference pieces of earlier katas keep using the real thing.
 """
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import importlib
 import linecache
 import os
@@ -18,10 +28,15 @@ import sys
 import sysconfig
 
 import torch
+from torch.overrides import TorchFunctionMode
 
-_LIBRARY_DIRS = tuple(
-    os.path.dirname(path) + os.sep for path in (torch.__file__, sysconfig.get_paths()["stdlib"] + "/x")
-)
+from kata.grading.scan import normalise  # one normalisation for the source scan and the run-time guard
+
+_LIBRARY_DIRS = tuple(dict.fromkeys(
+    os.path.dirname(path) + os.sep for path in (torch.__file__, sysconfig.get_paths()["stdlib"] + "/x",
+                                                sysconfig.get_paths()["purelib"] + "/x",
+                                                sysconfig.get_paths()["platlib"] + "/x")))
+_KATA_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 
 
 class ForbiddenBuiltin(Exception):
@@ -33,8 +48,53 @@ class ForbiddenBuiltin(Exception):
         super().__init__(f"{name} is forbidden in this kata (called at {file}:{line}: {code})")
 
 
+class _Who:
+    """Classifies code by file: the student's, a grader's or the current reference, or anything else."""
+
+    def __init__(self, student_files=(), graders=(), reference_files=(), trusted=()):
+        self.student_files = frozenset(student_files)
+        self.graders = tuple(graders)
+        self.reference_files = frozenset(reference_files)
+        self.trusted = tuple(trusted) or (_KATA_DIR, *_LIBRARY_DIRS)
+
+    def is_student(self, filename: str) -> bool:
+        return filename in self.student_files or not (filename.startswith("<") or filename.startswith(self.trusted)
+                                                      or filename.startswith(self.graders))
+
+    def offender(self, frame) -> tuple[str, int] | None:
+        """(file, line) of the student's code that made this call, or None when it is not the student's."""
+        while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+            frame = frame.f_back
+        if frame is None:
+            return None
+        filename = frame.f_code.co_filename
+        if self.is_student(filename):
+            return filename, frame.f_lineno
+        if filename.startswith(self.graders) or filename in self.reference_files:
+            below = frame.f_back
+            while below is not None:
+                if self.is_student(below.f_code.co_filename):
+                    return below.f_code.co_filename, below.f_lineno
+                below = below.f_back
+        return None
+
+
+_who = _Who()
+
+
+def offender(frame) -> tuple[str, int] | None:
+    """(file, line) of the student's code responsible for a call made from `frame`, if it is theirs."""
+    return _who.offender(frame)
+
+
+def configure(student_files, *, graders=(), reference_files=(), trusted=()) -> None:
+    """Say which files are the student's, the graders' and the current reference (before `arm`)."""
+    global _who
+    _who = _Who(student_files, graders, reference_files, trusted)
+
+
 def resolve(dotted: str):
-    """(owner, attribute, object) for a dotted name like `torch.nn.functional.softmax`."""
+    """(owner, attribute, object) for a dotted name like `torch.nn.functional.softmax` or `torch.ops.aten.x`."""
     parts = dotted.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         try:
@@ -47,37 +107,62 @@ def resolve(dotted: str):
     raise ImportError(dotted)
 
 
-def _student_caller(student_files: frozenset[str]):
-    frame = sys._getframe(2)
-    while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
-        frame = frame.f_back
-    if frame is not None and frame.f_code.co_filename in student_files:
-        return frame
-    return None
-
-
-def _guarded(name: str, original, student_files: frozenset[str]):
-    @functools.wraps(original)
+def _guarded(name: str, original):
+    # No functools.wraps: it would leave the original in `__wrapped__`, one attribute away.
     def guarded(*args, **kwargs):
-        frame = _student_caller(student_files)
-        if frame is not None:
-            raise ForbiddenBuiltin(name, frame.f_code.co_filename, frame.f_lineno)
+        where = _who.offender(sys._getframe(1))
+        if where is not None:
+            raise ForbiddenBuiltin(name, *where)
         return original(*args, **kwargs)
 
+    for attr in ("__name__", "__qualname__", "__doc__", "__module__"):
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(guarded, attr, getattr(original, attr))
     return guarded
 
 
-def arm(forbidden: tuple[str, ...] | list[str], student_files: set[str]) -> list[str]:
+class ForbiddenMode(TorchFunctionMode):
+    """Pushed while the student's code runs: refuses forbidden torch functions by (normalised) name."""
+
+    def __init__(self, names: dict[str, str]):
+        super().__init__()
+        self.names = names
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        label = self.names.get(normalise(getattr(func, "__name__", "") or ""))
+        if label is not None:
+            where = _who.offender(sys._getframe(1))
+            if where is not None:
+                module = getattr(func, "__module__", None) or ""
+                called = f"{module}.{getattr(func, '__name__', func)}"
+                named = label if called == label or not module.startswith("torch") else f"{called} (that is {label})"
+                raise ForbiddenBuiltin(named, *where)
+        return func(*args, **(kwargs or {}))
+
+
+def arm(forbidden: tuple[str, ...] | list[str], student_files: set[str] | None = None) -> list[str]:
     """Guard every forbidden name; returns the names that could not be guarded (and why)."""
-    files = frozenset(student_files)
+    if student_files is not None and not _who.student_files:
+        configure(student_files)
     unguarded = []
     for name in forbidden:
         try:
             owner, attr, target = resolve(name)
             if isinstance(target, type):
-                target.__init__ = _guarded(name, target.__init__, files)
+                target.__init__ = _guarded(name, target.__init__)
             else:
-                setattr(owner, attr, _guarded(name, target, files))
+                setattr(owner, attr, _guarded(name, target))
         except (ImportError, AttributeError, TypeError) as exc:
             unguarded.append(f"{name}: {type(exc).__name__}: {exc}")
     return unguarded
+
+
+def forbidden_mode(forbidden: tuple[str, ...] | list[str]) -> ForbiddenMode | None:
+    """The mode refusing `forbidden` functions (classes are guarded by `arm`), or None if there are none."""
+    names: dict[str, str] = {}
+    for name in forbidden:
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf[:1].isupper():
+            continue  # a class: its __init__ is guarded
+        names.setdefault(normalise(leaf), name)
+    return ForbiddenMode(names) if names else None

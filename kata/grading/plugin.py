@@ -1,24 +1,28 @@
 """The pytest plugin that turns graders into structured results; loaded only in the grading child.
 
 Order matters and is deliberate:
-1. configure: the course, the reference solution of the kata and the results file are loaded, and
-   torch imported, before any of the student's code exists in the process;
-2. collection: the grader modules are imported (they capture what they compare against);
-3. the student's module is imported, with the forbidden built-ins armed and its output captured; if
-   that fails, the failure is the kata's outcome and no check runs;
+1. configure: the course and the reference solution of the kata are loaded (compiled with markers,
+   kept out of `sys.modules` and handed to graders only through the `reference` fixture), and torch
+   imported, before any of the student's code exists in the process;
+2. collection: the grader modules are imported (they capture what they compare against); then the
+   forbidden built-ins are armed, the sandbox is told who is who (`kata.grading.sandbox`), and the
+   whole process is sealed;
+3. the student's module is imported (compiled with entry markers), with its output captured; if that
+   fails, the failure is the kata's outcome and no check runs;
 4. each check runs with output captured; its result (status, message, diagnoses, the student's own
-   traceback frames, never grader source) is written as one JSON line.
+   traceback frames, never grader source) goes to the sandbox's hook, which verifies the seal and
+   writes it, signed, as one JSON line.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import linecache
 import os
 import platform
 import re
 import sys
+import sysconfig
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -27,25 +31,37 @@ from pathlib import Path
 import pytest
 import torch
 
+from kata import progress as _progress
 from kata.course import Kata, load_course
-from kata.grading import protocol
+from kata.grading import guard, protocol, sandbox
 from kata.grading.capture import DEFAULT_LIMIT, captured
 from kata.grading.compare import CheckFailed
-from kata.grading.guard import ForbiddenBuiltin, arm
+from kata.grading.guard import ForbiddenBuiltin
+
+_audit = sys.audit  # captured: the student's code rebinding sys.audit changes nothing here
 
 DEFAULT_DTYPES = {"cpu": (torch.float32, torch.float64), "cuda": (torch.float32,)}
 STUDENT_MODULE = "exercise"
+
+
+class _Writer:
+    """Results go to the sandbox's hook, which verifies the seal, signs and writes them."""
+
+    def write(self, event: str, **fields) -> None:
+        _audit(sandbox.RESULT, event, fields)
 
 
 @dataclass
 class _Session:
     kata: Kata
     student_path: Path
-    writer: protocol.ResultWriter
+    writer: _Writer
     devices: tuple[str, ...]
     seed: int
     output_limit: int
-    reference: object = None
+    memory_mb: int | None = None
+    course_root: Path | None = None
+    graders_dir: Path | None = None
     student: object = None
     student_files: set[str] = field(default_factory=set)
     started: dict[str, float] = field(default_factory=dict)
@@ -65,6 +81,10 @@ def pytest_addoption(parser):
     group.addoption("--kata-seed", type=int, default=0, help="seed for torch and hypothesis")
     group.addoption("--kata-output-limit", type=int, default=DEFAULT_LIMIT,
                     help="characters of the student's printed output kept per check")
+    group.addoption("--kata-memory-mb", type=int, default=None,
+                    help="the memory limit the child runs under (named in the message when it is hit)")
+    group.addoption("--kata-go-fd", type=int, default=None,
+                    help="wait for a byte on this descriptor before importing the student's file (kata watch)")
 
 
 def pytest_configure(config):
@@ -73,6 +93,11 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "dtypes(cpu=..., cuda=...): dtypes to run per device")
     if not config.getoption("kata_id"):
         return
+    if not sandbox.installed() and not sandbox.install_prepared():
+        # Run by hand (`pytest --kata-id=...`), not by kata.grading.child: unsigned results to the file.
+        results = config.getoption("kata_results")
+        fd = os.open(results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        sandbox.install(key=None, fd=fd)
     course = load_course()
     kata = course.find(config.getoption("kata_id"))
     seed = config.getoption("kata_seed")
@@ -83,26 +108,27 @@ def pytest_configure(config):
     _session = _Session(
         kata=kata,
         student_path=Path(config.getoption("kata_student")).resolve(),
-        writer=protocol.ResultWriter(Path(config.getoption("kata_results"))),
+        writer=_Writer(),
         devices=devices[wanted],
         seed=seed,
         output_limit=config.getoption("kata_output_limit"),
+        memory_mb=config.getoption("kata_memory_mb"),
+        course_root=course.root,
+        graders_dir=Path(str(config.rootpath)).resolve(),
     )
     _session.student_files.add(str(_session.student_path))
     _session.writer.write(
-        "session", kata=kata.id, python=platform.python_version(), torch=torch.__version__,
+        "session", kata=kata.id, python=platform.python_version(), torch=str(torch.__version__),
         cuda=cuda, cuda_device=torch.cuda.get_device_name(0) if cuda else None,
-        devices=list(_session.devices), seed=seed,
+        devices=list(_session.devices), seed=seed, threads=torch.get_num_threads(),
+        memory_mb=_session.memory_mb,
     )
-    _session.reference = _load(f"kata_reference_{kata.module_name}", kata.solution)
-
-
-def _load(name: str, path: Path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    # The reference is compiled with markers and kept out of sys.modules: the graders get it from the
+    # `reference` fixture; the student's code cannot import it, find it, or run it unnoticed.
+    reference = sandbox.load_module(f"kata_reference_{kata.module_name}", kata.solution, reference=True,
+                                    register=False)
+    codes, classes = sandbox.protect_reference_classes(reference)
+    _audit(sandbox.STORE_REFERENCE, reference, codes, classes)
 
 
 def pytest_generate_tests(metafunc):
@@ -139,12 +165,112 @@ def pytest_collection_modifyitems(session, config, items):
     if unavailable:
         config.hook.pytest_deselected(items=unavailable)
         items[:] = [item for item in items if item not in unavailable]
-    arm(_session.kata.forbidden, _session.student_files)
+    _protect(items)
+    go = config.getoption("kata_go_fd")
+    if go is not None:
+        # Prepared ahead of time (kata watch): everything is loaded and sealed; the student's file is
+        # read when the parent says so. No word (the parent went away, or moved on) is the end.
+        word = os.read(go, 1)
+        os.close(go)
+        if not word:
+            os._exit(0)
     status, record = _import_student()
+    if _session.student is not None:
+        _no_local_constants(_session.student)
     _session.writer.write("import", status=status, checks=len(items), **record)
     if status != protocol.IMPORT_OK:
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
+
+
+def _protect(items) -> None:
+    """Arm the forbidden built-ins, tell the sandbox who is who, and seal the process."""
+    kata, root = _session.kata, _session.course_root
+    course = load_course(root)
+    later = course.katas[course.index(kata):]
+    graders_dir = str(root / "graders") + os.sep
+    running = str(_session.graders_dir) + os.sep  # where these graders are: the kata's, or a notebook's
+    solutions_dir = str(root / "solutions") + os.sep
+    exercises_dir = str(root / "exercises") + os.sep
+    paths = sysconfig.get_paths()
+    library = tuple(dict.fromkeys(os.path.realpath(paths[k]) + os.sep
+                                  for k in ("stdlib", "platstdlib", "purelib", "platlib")))
+    kata_dir = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
+    trusted = (*library, kata_dir, graders_dir, solutions_dir, running)
+    reference_files = [str(kata.solution), os.path.realpath(kata.solution)]
+    guard.configure(_session.student_files, graders=(graders_dir, running), reference_files=reference_files,
+                    trusted=trusted)
+    guard.arm(kata.forbidden)
+    mode = guard.forbidden_mode(kata.forbidden)
+    hidden_dirs = [root / "graders", *(root / "graders" / k.dirname for k in course.katas),
+                   *(root / "solutions" / k.dirname for k in later), _session.graders_dir]
+    hidden_files = [p for d in hidden_dirs if d.is_dir() for p in d.rglob("*") if p.is_file()]
+    progress_file = _progress.progress_path(root)
+    _audit(sandbox.CONFIGURE, {
+        "student_files": sorted(_session.student_files),
+        "reference_files": reference_files,
+        "trusted": trusted,
+        "untrusted": (exercises_dir,),
+        "library": tuple(dict.fromkeys((os.path.dirname(torch.__file__) + os.sep, *library))),
+        "grader_dirs": (graders_dir, running),
+        "protected_files": [str(p) for p in hidden_files],
+        "protected_dirs": [str(d) for d in hidden_dirs],
+        "protected_prefixes": (graders_dir, running, *(str(root / "solutions" / k.dirname) + os.sep for k in later)),
+        "progress_files": (str(progress_file), str(root / _progress.FILE_NAME)),
+        "writable_blocked": (*library, kata_dir, graders_dir, solutions_dir, running),
+        "mode": (mode, torch._C._push_on_torch_function_stack, torch._C._pop_torch_function_stack,
+                 torch._C._len_torch_function_stack) if mode is not None else None,
+        "get_default_dtype": torch.get_default_dtype,
+    })
+    _trap_discarded_examples()
+    _no_local_constants()
+    _unlink_config()
+    graders = sorted({item.module.__name__ for item in items if getattr(item, "module", None) is not None})
+    _audit(sandbox.SEAL, graders, [])
+
+
+def _unlink_config() -> None:
+    """Module globals through which pytest's Config (and from it the plugin manager, the session, every
+    hook implementation) could be reached by the student's code: cut once collection is done."""
+    try:
+        from _pytest.mark.structures import MARK_GEN
+    except ImportError:
+        return
+    if getattr(MARK_GEN, "_config", None) is not None:
+        MARK_GEN._config = None  # used to validate marker names, while the graders are imported
+
+
+def _no_local_constants(*modules) -> None:
+    """Hypothesis mixes into its examples literals it finds by parsing the source of every "local"
+    module loaded (the kata package, the student's file). Mark every module seen: examples then depend
+    on the graders and the seed only, never on what the student's file contains, and the parsing
+    (a third of a second per check) is saved."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return
+    seen = getattr(providers, "_seen_modules", None)
+    if isinstance(seen, set) and hasattr(providers, "_sys_modules_len"):
+        seen.update(id(m) for m in [*sys.modules.values(), *modules])
+        providers._sys_modules_len = len(sys.modules)
+
+
+def _trap_discarded_examples() -> None:
+    """`hypothesis.assume(False)` (or `reject()`, or raising UnsatisfiedAssumption) from the student's
+    code would make a property check skip the inputs it fails on: that is tampering."""
+    try:
+        from hypothesis.errors import UnsatisfiedAssumption
+    except ImportError:
+        return
+    original = UnsatisfiedAssumption.__init__
+
+    def __init__(self, *args, **kwargs):
+        where = guard.offender(sys._getframe(1))
+        if where is not None:
+            _audit(sandbox.TAMPER, "your code called hypothesis.assume() or reject() to discard the graders' inputs")
+        original(self, *args, **kwargs)
+
+    UnsatisfiedAssumption.__init__ = __init__
 
 
 def _import_student() -> tuple[str, dict]:
@@ -152,7 +278,12 @@ def _import_student() -> tuple[str, dict]:
     path = _session.student_path
     with captured(_session.output_limit) as output:
         try:
-            _session.student = _load(STUDENT_MODULE, path)
+            _audit(sandbox.STUDENT, "enter")
+            try:
+                _session.student = sandbox.load_module(STUDENT_MODULE, path)
+            finally:
+                _audit(sandbox.STUDENT, "leave")
+            _audit(sandbox.STUDENT, "module", _session.student)
         except SyntaxError as exc:
             line = (exc.text or "").rstrip("\n")
             return protocol.SYNTAX_ERROR, {"message": f"{type(exc).__name__}: {exc.msg}", "output": output.text(),
@@ -166,7 +297,10 @@ def _import_student() -> tuple[str, dict]:
                 ImportError: protocol.IMPORT_ERROR, ModuleNotFoundError: protocol.IMPORT_ERROR,
                 ForbiddenBuiltin: protocol.FORBIDDEN, NotImplementedError: protocol.NOT_IMPLEMENTED,
             }.get(type(exc), protocol.EXCEPTION)
-            return status, {"message": _exception_text(exc), "frames": _student_frames(exc.__traceback__),
+            message = _exception_text(exc)
+            if _out_of_memory(exc):
+                status, message = protocol.MEMORY, _memory_message(message)
+            return status, {"message": message, "frames": _student_frames(exc.__traceback__),
                             "output": output.text()}
     return protocol.IMPORT_OK, {"output": output.text()}
 
@@ -177,10 +311,13 @@ def student():
     return _session.student
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def reference():
-    """The reference solution's module, loaded before any of the student's code."""
-    return _session.reference
+    """The reference solution's module, loaded before any of the student's code (from the sandbox,
+    which holds it out of the student's reach)."""
+    box: list = []
+    _audit(sandbox.FETCH_REFERENCE, box)
+    return box[0]
 
 
 @pytest.fixture(scope="session")
@@ -287,7 +424,32 @@ def _classify(report, call) -> tuple[str, str, tuple, list[dict]]:
     if isinstance(exc, NotImplementedError) and frames:
         where = frames[-1]
         return protocol.NOT_IMPLEMENTED, f"not implemented yet ({where['file']}:{where['line']})", (), frames
+    if isinstance(exc, PermissionError) and str(exc).startswith("kata: "):  # refused by the sandbox
+        reported = "(this attempt is reported)" in str(exc)
+        return (protocol.TAMPERED if reported else protocol.ERROR), str(exc), (), frames
+    if _out_of_memory(exc):
+        return protocol.MEMORY, _memory_message(_exception_text(exc)), (), frames
     return protocol.ERROR, _exception_text(exc), (), frames
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc) if isinstance(exc, RuntimeError) else ""
+    return "can't allocate memory" in text or "Cannot allocate memory" in text or "out of memory" in text
+
+
+def _memory_message(detail: str) -> str:
+    limit = _session.memory_mb if _session is not None else None
+    first = detail.splitlines()[0] if detail else ""
+    if limit:
+        return (f"used more than {_size(limit)} of memory, the kata's limit ({first}): a tensor far larger than "
+                "the inputs, or one kept alive in a loop?")
+    return f"ran out of memory ({first})"
+
+
+def _size(mb: int) -> str:
+    return f"{mb / 1024:g} GiB" if mb >= 1024 and mb % 256 == 0 else f"{mb} MiB"
 
 
 def _exception_text(exc: BaseException, *, with_type: bool = True) -> str:

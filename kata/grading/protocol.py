@@ -3,17 +3,29 @@
 Kept free of torch and pytest so the parent (the `kata` command) can read results without importing
 either. Events, in order:
 
-- `session`: the child started: kata id, python, torch, cuda availability, devices graded, seed;
-- `import`:  the student's module was imported (`status` "ok") or not (a kata-level outcome);
+- `session`: the child started: kata id, python, torch, cuda availability, devices graded, seed,
+             torch's thread count, the memory limit;
+- `import`:  the student's module was imported (`status` "ok") or not (a kata-level outcome), and how
+             many checks will run;
 - `begin`:   a check started (so a timeout or crash can name the check it happened in);
 - `check`:   a check finished: id, title, status, message, device, dtype, weight, diagnoses, frames,
              captured output, seconds;
+- `tamper`:  the sandbox caught the student's code tampering with the grading (`message`, maybe
+             `file` and `line`); any such record makes the kata's outcome "tampered";
 - `end`:     pytest finished normally. Without it the child was killed or ended itself.
+
+Every record has `seq`, its position in the stream (0, 1, 2, ...). When `kata check` runs the child,
+each line is `<json>\t<hex HMAC-SHA256 of the json>` under a key only the parent and the child's
+sandbox hold (`kata.grading.sandbox`); `verify_lines` rejects a stream with a line that is not signed,
+signed wrongly, or out of sequence, so nothing the student's code writes can pass for a result.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Check statuses.
@@ -23,7 +35,9 @@ ERROR = "error"  # the student's code raised an exception
 NOT_IMPLEMENTED = "not-implemented"  # the student's code raised NotImplementedError (the stub)
 FORBIDDEN = "forbidden"  # the student's code called a built-in this kata forbids
 SKIPPED = "skipped"
-CHECK_STATUSES = (PASSED, FAILED, ERROR, NOT_IMPLEMENTED, FORBIDDEN, SKIPPED)
+TAMPERED = "tampered"  # the student's code tried something the sandbox forbids (reading graders, ...)
+MEMORY = "memory-limit"  # the student's code needed more memory than the kata allows
+CHECK_STATUSES = (PASSED, FAILED, ERROR, NOT_IMPLEMENTED, FORBIDDEN, SKIPPED, TAMPERED, MEMORY)
 
 # Import statuses (the `import` event), beside "ok".
 IMPORT_OK = "ok"
@@ -33,7 +47,9 @@ EXCEPTION = "exception"
 
 
 class ResultWriter:
-    """Appends events to the results file, flushed one by one so that a killed child loses none."""
+    """Appends unsigned events to a file, flushed one by one so that a killed child loses none.
+
+    For tools and tests; the grading child writes through its sandbox instead."""
 
     def __init__(self, path: Path):
         self._file = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (lives as long as the child)
@@ -58,3 +74,48 @@ def read_events(path: Path) -> list[dict]:
         if isinstance(record, dict) and "event" in record:
             events.append(record)
     return events
+
+
+@dataclass
+class Stream:
+    """What a results stream holds once checked: the events, and why it cannot be trusted (if so)."""
+
+    events: list[dict] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def sign(key: bytes, payload: bytes) -> str:
+    return hmac.new(key, payload, hashlib.sha256).hexdigest()
+
+
+def verify_lines(data: bytes, key: bytes | None) -> Stream:
+    """Parse a results stream; with a key, every line must carry a valid signature, in sequence.
+
+    A last line without its newline is what a killed child leaves: it is dropped, not a problem."""
+    stream = Stream()
+    lines = data.split(b"\n")
+    if lines and lines[-1] != b"":
+        lines = lines[:-1]  # cut short
+    for raw in lines:
+        if not raw:
+            continue
+        payload, tab, mac = raw.rpartition(b"\t")
+        if not tab:
+            payload, mac = raw, b""
+        if key is not None and (not mac or not hmac.compare_digest(sign(key, payload), mac.decode("ascii", "replace"))):
+            stream.problems.append("a line of the results was not written by the graders")
+            continue
+        try:
+            record = json.loads(payload.decode("utf-8", "replace"))
+        except json.JSONDecodeError:
+            stream.problems.append("a line of the results is not valid JSON")
+            continue
+        if not isinstance(record, dict) or "event" not in record:
+            stream.problems.append("a line of the results is not a record")
+            continue
+        if key is not None and record.get("seq") != len(stream.events):
+            stream.problems.append(f"the results are out of sequence (record {record.get('seq')!r} where "
+                                   f"{len(stream.events)} was due)")
+            continue
+        stream.events.append(record)
+    return stream

@@ -5,8 +5,11 @@ milliseconds. The runtime guard (`kata.grading.guard`) catches what reading cann
 run time); together they name the offending line either way.
 
 Resolved: `import torch.nn.functional as F` then `F.softmax`; `from torch import softmax as s`;
-method calls on tensors for forbidden `torch.Tensor.<name>` (`x.softmax(...)`); and string
-constants naming a forbidden built-in (`getattr(torch, "softmax")`).
+method calls on tensors for forbidden `torch.Tensor.<name>` (`x.softmax(...)`); torch's other names
+for the same function, private or C-level (`torch._C._VariableFunctions.softmax`, `torch._VF.softmax`,
+`torch.ops.aten._softmax.default`, `torch.special.softmax`: any name under `torch.` whose last parts
+normalise to a forbidden function's, with `normalise`, as the run-time guard does); and string constants
+naming one, also when glued from pieces (`getattr(torch, "soft" + "max")`, `f"_{'softmax'}"`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,40 @@ class Violation:
 
     def describe(self, filename: str) -> str:
         return f"{filename}:{self.line}: uses {self.name}, which this kata forbids: {self.code}"
+
+
+_NAME_PREFIXES = ("special_", "sparse_", "masked_", "native_", "nested_")
+
+
+def normalise(name: str) -> str:
+    """`_softmax.default` -> `softmax`, `special_log_softmax` -> `log_softmax`: one name for torch's aliases.
+
+    Shared with the run-time guard (`kata.grading.guard`), which matches functions by the same name."""
+    name = name.split(".", 1)[0].lstrip("_")
+    for prefix in _NAME_PREFIXES:
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    return name
+
+
+def _text(node: ast.AST) -> str | None:
+    """The value of a string expression made only of constants ("soft" + "max", f"..." of constants)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _text(node.left), _text(node.right)
+        return left + right if left is not None and right is not None else None
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            if isinstance(value, ast.FormattedValue):
+                value = value.value
+            text = _text(value)
+            if text is None:
+                return None
+            parts.append(text)
+        return "".join(parts)
+    return None
 
 
 def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
@@ -46,6 +83,20 @@ def scan(source: str, forbidden: tuple[str, ...] | list[str]) -> list[Violation]
     leaf_names: dict[str, str] = {}
     for name in forbidden:
         leaf_names.setdefault(name.rsplit(".", 1)[1], name)
+    # Functions (not classes) by normalised name: torch's other names for them are caught too.
+    function_names: dict[str, str] = {}
+    for name in forbidden:
+        leaf = name.rsplit(".", 1)[1]
+        if not leaf[:1].isupper():
+            function_names.setdefault(normalise(leaf), name)
+
+    def alias_of(full: str) -> str | None:
+        parts = full.split(".")[1:]
+        for part in reversed(parts[-2:]):
+            found = function_names.get(normalise(part))
+            if found:
+                return found
+        return None
     found: dict[tuple[int, str], Violation] = {}
 
     def flag(name: str, node: ast.AST) -> None:
@@ -76,12 +127,22 @@ def scan(source: str, forbidden: tuple[str, ...] | list[str]) -> list[Violation]
             full = _dotted(node, aliases)
             if full in forbidden_set:
                 flag(full, node)
+            elif full is not None and full.startswith("torch.") and alias_of(full):
+                flag(alias_of(full), node)
             elif full is None and node.attr in method_names:
                 flag(f"torch.Tensor.{node.attr}", node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             full = aliases.get(node.id)
             if full in forbidden_set:
                 flag(full, node)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in leaf_names:
-            flag(leaf_names[node.value], node)
+            elif full is not None and full.startswith("torch.") and alias_of(full):
+                flag(alias_of(full), node)
+        elif isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr)):
+            text = _text(node)
+            if text is None:
+                continue
+            if text in leaf_names:
+                flag(leaf_names[text], node)
+            elif text.isidentifier() and function_names.get(normalise(text)) and normalise(text) != text:
+                flag(function_names[normalise(text)], node)  # "_softmax", "special_softmax"
     return sorted(found.values(), key=lambda v: (v.line, v.name))

@@ -1,0 +1,108 @@
+"""`kata nbgrader export DIR` for instructors and `kata notebook ID [DIR]` for students."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kata.course import Course, CourseError, Kata, load_course
+
+USAGE_EXIT = 2
+
+
+class _UsageError(click.ClickException):
+    exit_code = USAGE_EXIT
+
+
+def _course() -> Course:
+    try:
+        return load_course()
+    except CourseError as exc:
+        raise _UsageError("course.toml is not valid:\n  " + "\n  ".join(exc.problems)) from None
+
+
+def _katas(course: Course, keys: tuple[str, ...]) -> list[Kata]:
+    wanted = [key.strip() for group in keys for key in group.split(",") if key.strip()]
+    try:
+        chosen = {course.find(key).id for key in wanted}
+    except KeyError as exc:
+        raise _UsageError(exc.args[0]) from None
+    return [k for k in course.katas if k.id in chosen] if wanted else list(course.katas)
+
+
+@click.group("nbgrader")
+def nbgrader_group() -> None:
+    """For instructors: the course as an nbgrader course."""
+
+
+@nbgrader_group.command("export")
+@click.argument("dest", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--assignment-per-kata", "per_kata", is_flag=True, default=True,
+              help="One assignment per kata, named like its folder (9.1-softmax). The default.")
+@click.option("--assignment", "assignment", metavar="NAME",
+              help="Put every exported kata's notebook into one assignment NAME instead.")
+@click.option("--katas", "keys", multiple=True, metavar="IDS",
+              help="Only these katas (ids or slugs, comma-separated or repeated). Default: every kata.")
+@click.option("--force", is_flag=True, help="Replace exported files that exist with other content.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON report instead.")
+def export_command(dest: Path, per_kata: bool, assignment: str | None, keys: tuple[str, ...], force: bool,
+                   as_json: bool) -> None:
+    """Write an nbgrader course into DEST: nbgrader_config.py and source/<assignment>/<kata>.ipynb.
+
+    Each notebook gives the kata's README, the pieces of earlier katas it builds on, the solution in
+    solution regions (nbgrader's release is the exercise stub), sanity checks, and a grade cell worth
+    the kata's points whose hidden tests run the kata's graders on the student's code.
+    """
+    from kata.nbgrader.export import ExportError, export_course
+    from kata.nbgrader.notebook import NotebookError
+
+    course = _course()
+    katas = _katas(course, keys)
+    try:
+        report = export_course(course, dest, katas, assignment=assignment, force=force)
+    except (ExportError, NotebookError) as exc:
+        raise _UsageError(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps({"schema": "kata.nbgrader-export/1", **report.to_dict()}, indent=2))
+        return
+    names = list(report.assignments)
+    click.echo(f"Exported {len(katas)} kata(s) as {len(names)} nbgrader assignment(s) into {report.root}")
+    click.echo(f"  {len(report.written)} file(s) written, {len(report.unchanged)} unchanged")
+    first = names[0]
+    click.echo("\nNext, in that folder, with this Python environment active:")
+    for line in (
+        "nbgrader validate source/*/*.ipynb        # optional: each notebook's reference gets full marks",
+        f"nbgrader generate_assignment {first}    # release (\"*\" releases every assignment)",
+        f"nbgrader collect {first}                # or copy into submitted/<student>/{first}/",
+        f"nbgrader autograde {first}",
+        f"nbgrader generate_feedback {first}",
+        "nbgrader export                           # grades.csv",
+    ):
+        click.echo("  " + line)
+
+
+@click.command("notebook")
+@click.argument("kata_id")
+@click.argument("dest", required=False, type=click.Path(path_type=Path))
+@click.option("--fresh", is_flag=True, help="Start from the stub, not from your exercise.py.")
+@click.option("--force", is_flag=True, help="Replace the notebook if it exists.")
+def notebook_command(kata_id: str, dest: Path | None, fresh: bool, force: bool) -> None:
+    """Write the kata as a Jupyter notebook (into DEST, default the current folder).
+
+    It starts from your exercise.py (or the stub), gives the earlier katas' pieces as code, and its last
+    cell runs `kata check` on your code cell.
+    """
+    from kata.nbgrader.export import ExportError, write_student_notebook
+
+    course = _course()
+    try:
+        kata = course.find(kata_id)
+    except KeyError as exc:
+        raise _UsageError(exc.args[0]) from None
+    try:
+        path = write_student_notebook(course, kata, dest or Path.cwd(), fresh=fresh, force=force)
+    except ExportError as exc:
+        raise _UsageError(str(exc)) from None
+    click.echo(f"Wrote {path}\nOpen it with `jupyter lab {path.name}`; its last cell runs `kata check {kata.id}`.")

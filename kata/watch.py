@@ -1,0 +1,377 @@
+"""`kata watch`: check the current kata every time its file is saved, and show the result in place.
+
+The screen holds one kata at a time: its latest result and a line of keys. The session moves to the
+next kata only when the student asks:
+
+    n  next kata      h  next hint      l  the list of katas      c  check again      q  quit
+
+Saves are seen through file-system events (`watchfiles`). Some file systems send none (WSL's /mnt/c,
+network drives, some containers): the session also notices a changed modification time, checks the
+file anyway, and says to use `kata watch --poll`, which looks every half second instead.
+
+Ctrl-C during a check cancels that check (the grading process group is killed by the runner), not the
+session; Ctrl-C while waiting quits, like q.
+
+While the student edits, the next check's grading process is already started and waiting
+(`runner.Prepared`: torch, pytest and the graders loaded, the process sealed), so a save costs only
+the checks themselves, not the second or more of importing torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import watchfiles
+
+from kata import progress as prog
+from kata import runner
+from kata.course import Course, Kata
+
+KEYS = "n next · h hint · l list · c check again · q quit"
+POLL_MS = 500  # --poll: how often the file is looked at
+MISSED_EVENT_S = 2.5  # a changed mtime with no event for this long: events do not work here
+DEBOUNCE_MS = 150  # editors write a file in several steps
+
+
+@dataclass
+class _Event:
+    kind: str  # "key", "saved", "missed", "error"
+    value: str = ""
+
+
+class _Keys(threading.Thread):
+    """Single keypresses from the terminal (cbreak mode, so Ctrl-C still interrupts), or lines when
+    stdin is not a terminal."""
+
+    def __init__(self, events: queue.Queue, stream=None):
+        super().__init__(daemon=True)
+        self.events, self.stream = events, stream or sys.stdin
+        self.restore = None
+        try:
+            self.fd = self.stream.fileno()
+            self.tty = os.isatty(self.fd)
+        except (AttributeError, OSError, ValueError):
+            self.fd, self.tty = None, False
+        if self.tty and os.name != "nt":
+            import termios
+            import tty
+
+            saved = termios.tcgetattr(self.fd)
+            tty.setcbreak(self.fd)
+            self.restore = lambda: termios.tcsetattr(self.fd, termios.TCSADRAIN, saved)
+
+    def run(self) -> None:
+        try:
+            if self.tty and os.name == "nt":
+                import msvcrt
+
+                while True:
+                    self.events.put(_Event("key", msvcrt.getwch().lower()))
+            elif self.tty:
+                while True:
+                    data = os.read(self.fd, 1)
+                    if not data:
+                        break
+                    self.events.put(_Event("key", data.decode("utf-8", "replace").lower()))
+            else:
+                for line in self.stream:
+                    for char in line.strip().lower()[:1]:
+                        self.events.put(_Event("key", char))
+        except (OSError, ValueError):
+            pass
+        self.events.put(_Event("key", "eof"))
+
+    def close(self) -> None:
+        if self.restore is not None:
+            with contextlib.suppress(Exception):
+                self.restore()
+            self.restore = None
+
+
+class _Saves(threading.Thread):
+    """Events for saves of one file (its folder is watched: editors often replace the file)."""
+
+    def __init__(self, path: Path, events: queue.Queue, poll: bool):
+        super().__init__(daemon=True)
+        self.path, self.events, self.poll = path, events, poll
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        name = self.path.name
+
+        def only_this_file(change, where: str) -> bool:
+            return Path(where).name == name
+
+        try:
+            for _ in watchfiles.watch(self.path.parent, watch_filter=only_this_file, debounce=DEBOUNCE_MS, step=50,
+                                      stop_event=self.stop, raise_interrupt=False, recursive=False,
+                                      force_polling=True if self.poll else None, poll_delay_ms=POLL_MS):
+                self.events.put(_Event("saved", str(self.path)))
+        except Exception as exc:  # a folder that vanished, no inotify watches left, ...
+            self.events.put(_Event("error", f"watching {self.path.parent} failed: {exc}"))
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+class Watcher:
+    """One `kata watch` session. `run()` returns the exit code."""
+
+    def __init__(self, course: Course, progress: prog.Progress, *, start: Kata | None = None, poll: bool = False,
+                 device: str = "all", console=None, stdin=None):
+        self.course, self.progress, self.poll, self.device = course, progress, poll, device
+        self.start = start
+        self.console = console
+        self.stdin = stdin
+        self.events: queue.Queue = queue.Queue()
+        self.kata: Kata | None = None
+        self.saves: _Saves | None = None
+        self.prepared: runner.Prepared | None = None  # the next check's process, started ahead
+        self.result: runner.KataResult | None = None
+        self.notes: list[str] = []
+        self.hints_shown = 0
+        self.known_mtime: int | None = None
+        self.pending_since: float | None = None  # when a changed mtime was first seen without an event
+        self.events_work = False  # an event arrived for a save: no need to suggest --poll
+
+    # ------------------------------------------------------------------ the session
+
+    def run(self) -> int:
+        from kata import render
+
+        if self.console is None:
+            from rich.console import Console
+
+            self.console = Console(highlight=False)
+        self.render = render
+        kata = self.start or self._current()
+        if kata is None:
+            self.console.print("[green bold]Every kata is passed or skipped.[/] `kata goto ID` to revisit one.")
+            return 0
+        keys = _Keys(self.events, self.stdin)
+        keys.start()
+        try:
+            self._switch(kata)
+            return self._loop()
+        finally:
+            keys.close()
+            if self.saves is not None:
+                self.saves.stop.set()
+            self._unprepare()
+
+    def _current(self) -> Kata | None:
+        states = self.progress.load()
+        chosen = self.progress.current()
+        if chosen is not None:
+            with contextlib.suppress(KeyError):
+                kata = self.course.find(chosen)
+                if states.get(kata.id, prog.KataProgress()).status not in (prog.PASSED, prog.SKIPPED):
+                    return kata
+        return prog.next_kata(self.course.katas, states)
+
+    def _following(self) -> Kata | None:
+        """The next kata after the current one that is neither passed nor skipped (wrapping around)."""
+        states = self.progress.load()
+        katas = list(self.course.katas)
+        start = katas.index(self.kata) + 1 if self.kata in katas else 0
+        for kata in katas[start:] + katas[:start]:
+            if kata is not self.kata and states.get(kata.id, prog.KataProgress()).status not in (prog.PASSED,
+                                                                                                prog.SKIPPED):
+                return kata
+        return None
+
+    def _prepare(self) -> None:
+        """Start the next check's grading process now, while the student edits."""
+        if self.prepared is None or not self.prepared.alive() or self.prepared.kata is not self.kata:
+            self._unprepare()
+            self.prepared = runner.prepare_kata(self.course, self.kata, devices=self.device)
+
+    def _unprepare(self) -> None:
+        if self.prepared is not None:
+            self.prepared.close()
+            self.prepared = None
+
+    def _grade(self, kata: Kata) -> runner.KataResult:
+        prepared, self.prepared = self.prepared, None
+        result = None
+        if prepared is not None and prepared.kata is kata:
+            try:
+                result = prepared.run()
+            except BaseException:
+                prepared.close()
+                raise
+            if prepared.alive():  # refused before it was used (a syntax error, say): keep it for the next save
+                self.prepared = prepared
+            elif result is None:
+                prepared.close()
+        elif prepared is not None:
+            prepared.close()
+        if result is None:
+            result = runner.run_kata(self.course, kata, devices=self.device)
+        return result
+
+    def _switch(self, kata: Kata) -> None:
+        if self.saves is not None:
+            self.saves.stop.set()
+        self._unprepare()
+        self.kata, self.result, self.notes, self.hints_shown = kata, None, [], 0
+        self.progress.set_current(kata.id)
+        self.saves = _Saves(kata.exercise, self.events, self.poll)
+        self.saves.start()
+        self.known_mtime = _mtime(kata.exercise)
+        self.pending_since = None
+        self._check()
+
+    def _loop(self) -> int:
+        while True:
+            try:
+                done = self._step()
+            except KeyboardInterrupt:  # a check catches its own: this one came while waiting
+                self.console.print("\nBye.")
+                return 0
+            if done is not None:
+                return done
+
+    def _step(self) -> int | None:
+        try:
+            event = self.events.get(timeout=0.5)
+        except queue.Empty:
+            self._look_for_missed_save()
+            return None
+        if event.kind == "saved":
+            self._drain_saves()
+            self.events_work = True
+            self.known_mtime = _mtime(self.kata.exercise)
+            self.pending_since = None
+            self._check()
+        elif event.kind == "missed":
+            self._check()
+        elif event.kind == "error":
+            self.notes.append(event.value + " (`kata watch --poll` looks for saves without events)")
+            self._draw()
+        elif event.kind == "key":
+            return self._key(event.value)
+        return None
+
+    def _drain_saves(self) -> None:
+        while True:
+            try:
+                event = self.events.get_nowait()
+            except queue.Empty:
+                return
+            if event.kind != "saved":
+                self.events.put(event)
+                return
+
+    def _look_for_missed_save(self) -> None:
+        if self.kata is None:
+            return
+        now = _mtime(self.kata.exercise)
+        if now == self.known_mtime:
+            self.pending_since = None
+            return
+        if self.pending_since is None:
+            self.pending_since = time.monotonic()
+            return
+        if time.monotonic() - self.pending_since < MISSED_EVENT_S:
+            return
+        self.known_mtime, self.pending_since = now, None
+        if not self.poll:
+            self.notes.append("Your save reached kata only by looking at the file's time: this file system sends "
+                              "no change events (WSL on /mnt/c, a network drive, a container?). Run "
+                              "`kata watch --poll` to see saves at once.")
+        self.events.put(_Event("missed"))
+
+    def _key(self, key: str) -> int | None:
+        if key in ("q", "eof", "\x1b"):
+            self.console.print("Bye.")
+            return 0
+        if key == "c":
+            self._check()
+        elif key == "n":
+            following = self._following()
+            if following is None:
+                self.notes.append("Every other kata is passed or skipped." + (
+                    "" if self._passed(self.kata) else f" Kata {self.kata.id} is the last one left."))
+                if self._passed(self.kata):
+                    self._all_done()
+                else:
+                    self._draw()
+            else:
+                self._switch(following)
+        elif key == "h":
+            tier = min(self.progress.get(self.kata.id).hints_used + 1, len(self.kata.hints))
+            self.progress.record_hint(self.kata.id, tier)
+            self.hints_shown = tier
+            self._draw()
+        elif key == "l":
+            self._draw(show_list=True)
+        return None
+
+    def _passed(self, kata: Kata) -> bool:
+        return self.progress.get(kata.id).status == prog.PASSED
+
+    def _all_done(self) -> None:
+        self.console.clear()
+        self.render.progress_report(self.console, self.course, self.progress.load(), None)
+        self.console.print("[green bold]All katas are passed or skipped.[/] q quits; `kata goto ID` revisits one.")
+
+    # ------------------------------------------------------------------ checking and drawing
+
+    def _check(self) -> None:
+        kata = self.kata
+        self.console.clear()
+        self._header()
+        self.console.print(f"[dim]checking {self.render.relative(kata.exercise)}… (Ctrl-C cancels the check)[/]")
+        try:
+            result = self._grade(kata)
+        except KeyboardInterrupt:
+            self.notes.append("Check cancelled. Save the file or press c to check again.")
+            self._draw()
+            self._prepare()
+            return
+        if result.outcome != runner.INTERNAL_ERROR:
+            self.progress.record_check(kata.id, result.passed, Path(result.file))
+        self.result = result
+        self._draw()
+        self._prepare()
+
+    def _header(self) -> None:
+        kata = self.kata
+        done = sum(self.progress.get(k.id).status == prog.PASSED for k in self.course.katas)
+        self.console.print(f"[bold]kata watch[/] · {done}/{len(self.course.katas)} passed · "
+                           f"[bold]{kata.id}[/] {kata.title}")
+
+    def _draw(self, show_list: bool = False) -> None:
+        kata = self.kata
+        self.console.clear()
+        self._header()
+        if show_list:
+            states = self.progress.load()
+            self.render.kata_list(self.console, self.course, states, kata.id)
+        if self.result is not None:
+            unmet = prog.unmet(self.course.prerequisites(kata), self.progress.load())
+            self.render.check_result(self.console, self.course, kata, self.result, unmet)
+        if self.hints_shown:
+            self.render.hint(self.console, kata, self.hints_shown, list(kata.hints[:self.hints_shown]))
+        for note in self.notes[-3:]:
+            self.console.print(f"[yellow]{note}[/]")
+        if self.result is not None and self.result.passed:
+            following = self._following()
+            if following is None:
+                self.console.print("[green bold]That was the last one: every kata is passed or skipped.[/]")
+            else:
+                self.console.print(f"[green]Press n for the next kata: {following.id} {following.title}.[/]")
+        mode = "polling every 0.5 s" if self.poll else "watching for saves"
+        self.console.print(f"[dim]{mode}: {self.render.relative(kata.exercise)} · {KEYS}[/]")

@@ -1,0 +1,214 @@
+"""`kata watch`: in a real terminal (pexpect drives `kata watch` in a pseudo-terminal), and the
+session's logic in-process with a fake grader.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kata import progress as prog
+from kata import runner, watch
+from kata.course import load_course
+from tests.conftest import CORRECT_SOFTMAX
+
+pexpect = pytest.importorskip("pexpect")
+
+TERMINAL = sys.platform != "win32"
+TIMEOUT = 240  # a check under a loaded CI machine can take a while
+
+
+def spawn(course_root: Path, *args: str):
+    kata = shutil.which("kata", path=os.path.dirname(sys.executable))
+    env = {**os.environ, "KATA_COURSE": str(course_root), "KATA_PROGRESS": str(course_root / ".kata-progress.json"),
+           "NO_COLOR": "1", "TERM": "xterm", "COLUMNS": "110", "LINES": "60"}
+    return pexpect.spawn(kata, ["watch", *args], cwd=str(course_root), env=env, encoding="utf-8",
+                         dimensions=(60, 110), timeout=TIMEOUT)
+
+
+@pytest.mark.skipif(not TERMINAL, reason="pseudo-terminals are POSIX")
+def test_saving_a_fixed_file_changes_the_screen(course_root):
+    """The stub is checked at once; saving a correct softmax re-checks it in place; n moves on; q quits."""
+    child = spawn(course_root, "9.1")
+    try:
+        child.expect("kata watch")
+        child.expect("not implemented yet")
+        child.expect("watching for saves")
+        exercise = course_root / "exercises" / "9.1-softmax" / "exercise.py"
+        exercise.write_text(CORRECT_SOFTMAX, encoding="utf-8")
+        child.expect("checking")
+        child.expect(r"Kata 9\.1 passed")
+        child.expect("Press n for the next kata: 9.2")
+        child.send("n")
+        child.expect(r"9\.2(\x1b\[[0-9;]*m)* Layer normalisation")
+        child.expect("watching for saves")
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    states = prog.Progress(course_root / ".kata-progress.json").load()
+    assert states["9.1"].status == prog.PASSED and states["9.1"].passed_hash == prog.file_hash(exercise)
+
+
+@pytest.mark.skipif(not TERMINAL, reason="pseudo-terminals are POSIX")
+def test_ctrl_c_cancels_the_check_not_the_session(course_root):
+    child = spawn(course_root, "9.1")
+    try:
+        child.expect("checking")
+        time.sleep(1.0)  # the grading process has started
+        child.sendintr()
+        child.expect("Check cancelled")
+        child.expect("watching for saves")
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+
+
+@pytest.mark.skipif(not TERMINAL, reason="pseudo-terminals are POSIX")
+def test_watch_starts_at_the_kata_chosen_with_goto(course_root):
+    prog.Progress(course_root / ".kata-progress.json").set_current("9.2")
+    child = spawn(course_root, "--poll")
+    try:
+        child.expect(r"9\.2(\x1b\[[0-9;]*m)* Layer normalisation")
+        child.expect("polling every 0.5 s")
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+
+# ---------------------------------------------------------------------------------------- in-process
+
+
+class FakeGrader:
+    """Stands in for runner.run_kata: passes once the file holds the correct softmax."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, course, kata, student=None, **kwargs):
+        self.calls += 1
+        path = kata.exercise
+        passed = path.read_text(encoding="utf-8") == CORRECT_SOFTMAX
+        outcome = runner.PASSED if passed else runner.NOT_IMPLEMENTED
+        return runner.KataResult(kata.id, str(path), outcome, "all passed" if passed else "stub")
+
+
+class Session:
+    """A Watcher running in a thread, fed keys through a pipe, drawing into a string."""
+
+    def __init__(self, course_root: Path, monkeypatch, *, poll=False, start=None, events=True):
+        self.grader = FakeGrader()
+        monkeypatch.setattr(watch.runner, "run_kata", self.grader)
+        monkeypatch.setattr(watch.runner, "prepare_kata", lambda *a, **k: None)
+        if not events:  # a file system that sends no change events
+            monkeypatch.setattr(watch._Saves, "run", lambda self: None)
+        monkeypatch.setattr(watch, "MISSED_EVENT_S", 0.5)
+        from rich.console import Console
+
+        self.screen = io.StringIO()
+        read, self.keys = os.pipe()
+        course = load_course(course_root)
+        self.progress = prog.Progress(course_root / ".kata-progress.json")
+        self.watcher = watch.Watcher(course, self.progress, poll=poll, start=course.find(start) if start else None,
+                                     console=Console(file=self.screen, width=110), stdin=os.fdopen(read, "r"))
+        self.code = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        self.code = self.watcher.run()
+
+    def press(self, key: str):
+        os.write(self.keys, (key + "\n").encode())
+
+    def wait_for(self, text: str, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.screen.getvalue():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{text!r} never shown; screen:\n{self.screen.getvalue()[-3000:]}")
+            time.sleep(0.05)
+
+    def quit(self):
+        self.press("q")
+        self.thread.join(10)
+        assert not self.thread.is_alive() and self.code == 0
+
+
+def test_a_save_without_an_event_is_checked_and_suggests_poll(course_root, monkeypatch):
+    session = Session(course_root, monkeypatch, start="9.1", events=False)
+    session.wait_for("watching for saves")
+    exercise = course_root / "exercises" / "9.1-softmax" / "exercise.py"
+    exercise.write_text(CORRECT_SOFTMAX, encoding="utf-8")
+    os.utime(exercise, ns=(time.time_ns(), time.time_ns() + 10**9))
+    session.wait_for("kata watch --poll")
+    session.wait_for("Kata 9.1 passed")
+    session.quit()
+
+
+def test_poll_mode_sees_saves(course_root, monkeypatch):
+    session = Session(course_root, monkeypatch, start="9.1", poll=True)
+    session.wait_for("polling every 0.5 s")
+    time.sleep(0.6)
+    (course_root / "exercises" / "9.1-softmax" / "exercise.py").write_text(CORRECT_SOFTMAX, encoding="utf-8")
+    session.wait_for("Kata 9.1 passed")
+    assert "kata watch --poll" not in session.screen.getvalue()
+    session.quit()
+
+
+def test_hint_list_and_check_again_keys(course_root, monkeypatch):
+    session = Session(course_root, monkeypatch, start="9.1")
+    session.wait_for("watching for saves")
+    session.press("h")
+    session.wait_for("Hint 1 of 3")
+    assert session.progress.get("9.1").hints_used == 1
+    session.press("l")
+    session.wait_for("Layer normalisation")  # the list shows every kata
+    calls = session.grader.calls
+    session.press("c")
+    deadline = time.monotonic() + 10
+    while session.grader.calls == calls and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert session.grader.calls == calls + 1
+    session.quit()
+
+
+def test_moving_on_only_when_asked_and_saying_when_all_are_done(course_root, monkeypatch):
+    progress = prog.Progress(course_root / ".kata-progress.json")
+    course = load_course(course_root)
+    for kata in course.katas[1:]:
+        progress.record_skip(kata.id)
+    session = Session(course_root, monkeypatch, start="9.1")
+    session.wait_for("watching for saves")
+    (course_root / "exercises" / "9.1-softmax" / "exercise.py").write_text(CORRECT_SOFTMAX, encoding="utf-8")
+    session.wait_for("That was the last one: every kata is passed or skipped.")
+    assert session.watcher.kata.id == "9.1", "the session stays on the kata until asked"
+    session.press("n")
+    session.wait_for("All katas are passed or skipped.")
+    session.quit()
+
+
+def test_a_prepared_check_grades_the_file_as_it_is_when_run(course, course_root):
+    """What watch starts ahead of time: it reads the exercise only when run, and is used once."""
+    kata = course.find("9.1")
+    prepared = runner.prepare_kata(course, kata)
+    try:
+        kata.exercise.write_text("def softmax(x, dim=-1)\n", encoding="utf-8")
+        refused = prepared.run()
+        assert refused.outcome == runner.SYNTAX_ERROR and prepared.alive(), "refused before using the process"
+        kata.exercise.write_text(CORRECT_SOFTMAX, encoding="utf-8")
+        result = prepared.run(timeout=TIMEOUT)
+        assert result.outcome == runner.PASSED, (result.message, result.log[-2000:])
+        assert not prepared.alive() and prepared.run() is None
+    finally:
+        prepared.close()
