@@ -372,6 +372,29 @@ def watch(kata_id: str | None, poll: bool, device: str) -> None:
     sys.exit(Watcher(course, progress, start=start, poll=poll, device=device).run())
 
 
+@main.command("train-demo")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Seed of the initial weights, the training batches and the held-out sequences.")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Training steps at most (default: the capstone check's).")
+@json_option
+def train_demo_command(seed: int, steps: int | None, as_json: bool) -> None:
+    """Watch your own Transformer learn the copy task, trained by your own kata 9.10 code.
+
+    Exit code: 0 when it reached the capstone's accuracy, 1 otherwise (or when a piece of yours raised).
+    """
+    _course()
+    from kata.copy_task import TASK
+    from kata.train_demo import train_demo
+
+    # With --json the live report goes to stderr, so stdout holds the JSON alone.
+    summary = train_demo(_console(stderr=as_json), seed=seed, steps=steps)
+    reached = summary["ok"] and summary["accuracy"] >= TASK.target_accuracy
+    if as_json:
+        _emit("train-demo", {**summary, "target_accuracy": TASK.target_accuracy, "reached": reached})
+    sys.exit(0 if reached else 1)
+
+
 @main.command("next")
 @json_option
 def next_kata(as_json: bool) -> None:
