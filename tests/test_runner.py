@@ -60,7 +60,7 @@ def test_syntax_error_names_file_line_and_code(course, softmax_file):
     assert result.frames[0].file == str(path) and result.frames[0].line == 3
     assert result.frames[0].code == "def softmax(x, dim=-1)"
     assert "SyntaxError" in result.message
-    assert result.seconds < 1.0, "a syntax error is found without starting the graders"
+    assert result.torch is None and not result.checks, "a syntax error is found without starting the graders"
 
 
 def test_import_error(course, softmax_file):
