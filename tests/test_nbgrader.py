@@ -163,6 +163,19 @@ def test_cli_export_with_one_assignment(tmp_path, course_root):
         "9.1-softmax.ipynb", "9.3-attention.ipynb"]
 
 
+@pytest.mark.parametrize("args", [("nbgrader", "export", "out"), ("notebook", "9.1")])
+def test_notebooks_without_the_instructor_extras_say_what_to_install(course_root, monkeypatch, args):
+    """A student's install has no nbformat: the commands that write notebooks say how to get it."""
+    from click.testing import CliRunner
+
+    from kata.cli import main
+
+    monkeypatch.setitem(sys.modules, "nbformat", None)  # `import nbformat` now fails as if not installed
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 2 and '-e ".[instructor]"' in result.output, result.output
+    assert not (course_root / "out").exists() and not (course_root / "9.1-softmax.ipynb").exists()
+
+
 # ---------------------------------------------------------------------------------------------------
 # The grade cell's runtime
 

@@ -32,6 +32,15 @@ def _katas(course: Course, keys: tuple[str, ...]) -> list[Kata]:
     return [k for k in course.katas if k.id in chosen] if wanted else list(course.katas)
 
 
+def _require_notebook_tools() -> None:
+    """Notebooks need nbformat, which comes with the instructor extras, not with the student's install."""
+    try:
+        import nbformat  # noqa: F401
+    except ImportError:
+        raise _UsageError("notebooks need the instructor extras (nbformat, nbgrader, ipykernel): "
+                          "pip install -c constraints.txt -e \".[instructor]\" in the course folder") from None
+
+
 @click.group("nbgrader")
 def nbgrader_group() -> None:
     """For instructors: the course as an nbgrader course."""
@@ -55,6 +64,7 @@ def export_command(dest: Path, per_kata: bool, assignment: str | None, keys: tup
     solution regions (nbgrader's release is the exercise stub), sanity checks, and a grade cell worth
     the kata's points whose hidden tests run the kata's graders on the student's code.
     """
+    _require_notebook_tools()
     from kata.nbgrader.export import ExportError, export_course
     from kata.nbgrader.notebook import NotebookError
 
@@ -94,6 +104,7 @@ def notebook_command(kata_id: str, dest: Path | None, fresh: bool, force: bool) 
     It starts from your exercise.py (or the stub), gives the earlier katas' pieces as code, and its last
     cell runs `kata check` on your code cell.
     """
+    _require_notebook_tools()
     from kata.nbgrader.export import ExportError, write_student_notebook
 
     course = _course()
