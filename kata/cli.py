@@ -15,29 +15,16 @@ import click
 
 from kata import __version__, runner, workspace
 from kata import progress as prog
+from kata.commands import UsageError, emit, json_option, open_course
 from kata.course import Course, CourseError, Kata, load_course
+from kata.nbgrader.cli import nbgrader_group, notebook_command
 from kata.stubs import derive_stub, strip_markers
-
-JSON_SCHEMA_VERSION = 1
-
-
-class UsageError(click.ClickException):
-    """A usage or course error: exit code 2."""
-
-    exit_code = runner.EXIT_USAGE
 
 
 def _console(stderr: bool = False):
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False)
-
-
-def _course() -> Course:
-    try:
-        return load_course()
-    except CourseError as exc:
-        raise UsageError("course.toml is not valid:\n  " + "\n  ".join(exc.problems)) from None
 
 
 def _kata(course: Course, key: str | None, states: dict | None = None) -> Kata:
@@ -64,10 +51,6 @@ def _progress(course: Course) -> prog.Progress:
     return prog.Progress(prog.progress_path(course.root))
 
 
-def _emit(kind: str, payload: dict) -> None:
-    click.echo(json.dumps({"schema": f"kata.{kind}/{JSON_SCHEMA_VERSION}", **payload}, indent=2, default=str))
-
-
 def _kata_dict(kata: Kata, state: prog.KataProgress | None = None) -> dict:
     data = {"id": kata.id, "slug": kata.slug, "title": kata.title, "points": kata.points,
             "requires": list(kata.requires), "exercise": str(kata.exercise), "hint_tiers": len(kata.hints),
@@ -79,10 +62,6 @@ def _kata_dict(kata: Kata, state: prog.KataProgress | None = None) -> dict:
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
     _console(stderr=True).print(f"[yellow]warning:[/] {message}")
-
-
-json_option = click.option("--json", "as_json", is_flag=True,
-                           help="Print a JSON report instead (schema in the README).")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -99,11 +78,11 @@ def main() -> None:
 @json_option
 def list_katas(as_json: bool) -> None:
     """Every kata in course order, with your status."""
-    course = _course()
+    course = open_course()
     states = _progress(course).load()
     nxt = prog.next_kata(course.katas, states)
     if as_json:
-        _emit("list", {"katas": [_kata_dict(k, states.get(k.id, prog.KataProgress())) for k in course.katas],
+        emit("list", {"katas": [_kata_dict(k, states.get(k.id, prog.KataProgress())) for k in course.katas],
                        "next": nxt.id if nxt else None})
         return
     from kata import render
@@ -116,11 +95,11 @@ def list_katas(as_json: bool) -> None:
 @json_option
 def show(kata_id: str, as_json: bool) -> None:
     """The kata's README: the concept, the math, your task."""
-    course = _course()
+    course = open_course()
     kata = _kata(course, kata_id)
     state = _progress(course).get(kata.id)
     if as_json:
-        _emit("show", {"kata": _kata_dict(kata, state), "readme": kata.readme.read_text(encoding="utf-8")})
+        emit("show", {"kata": _kata_dict(kata, state), "readme": kata.readme.read_text(encoding="utf-8")})
         return
     from kata import render
 
@@ -140,7 +119,7 @@ def check(kata_id: str | None, device: str, file: Path | None, debug: bool, as_j
 
     Exit code: 0 passed, 1 failed, 2 usage or course error, 3 timeout, 4 crash, 5 internal error.
     """
-    course = _course()
+    course = open_course()
     progress = _progress(course)
     states = progress.load()
     kata = _kata(course, kata_id, states)
@@ -160,7 +139,7 @@ def check(kata_id: str | None, device: str, file: Path | None, debug: bool, as_j
         payload["unmet_prerequisites"] = [k.id for k in unmet]
         if not debug:
             payload.pop("log")
-        _emit("check", payload)
+        emit("check", payload)
     else:
         from kata import render
 
@@ -176,14 +155,14 @@ def check(kata_id: str | None, device: str, file: Path | None, debug: bool, as_j
 @json_option
 def hint(kata_id: str | None, as_json: bool) -> None:
     """Reveal the next hint: concept, then approach, then near-solution."""
-    course = _course()
+    course = open_course()
     progress = _progress(course)
     kata = _kata(course, kata_id)
     tier = min(progress.get(kata.id).hints_used + 1, len(kata.hints))
     progress.record_hint(kata.id, tier)
     shown = list(kata.hints[:tier])
     if as_json:
-        _emit("hint", {"kata": kata.id, "tier": tier, "tiers": len(kata.hints), "hints": shown})
+        emit("hint", {"kata": kata.id, "tier": tier, "tiers": len(kata.hints), "hints": shown})
         return
     from kata import render
 
@@ -196,7 +175,7 @@ def hint(kata_id: str | None, as_json: bool) -> None:
 @json_option
 def solution(kata_id: str, yes: bool, as_json: bool) -> None:
     """Show the reference solution (asks first if you have not passed the kata)."""
-    course = _course()
+    course = open_course()
     progress = _progress(course)
     kata = _kata(course, kata_id)
     passed = progress.get(kata.id).status == prog.PASSED
@@ -210,7 +189,7 @@ def solution(kata_id: str, yes: bool, as_json: bool) -> None:
         progress.record_solution_revealed(kata.id)
     source = strip_markers(kata.solution.read_text(encoding="utf-8"))
     if as_json:
-        _emit("solution", {"kata": kata.id, "file": str(kata.solution), "source": source, "recorded": not passed})
+        emit("solution", {"kata": kata.id, "file": str(kata.solution), "source": source, "recorded": not passed})
         return
     from kata import render
 
@@ -224,13 +203,13 @@ def solution(kata_id: str, yes: bool, as_json: bool) -> None:
 @json_option
 def reset(kata_id: str | None, every: bool, as_json: bool) -> None:
     """Put the stub back (your file is backed up first)."""
-    course = _course()
+    course = open_course()
     if every:
         if kata_id is not None:
             raise UsageError("give a kata ID or --all, not both")
         done = workspace.reset_all(course, prog.progress_path(course.root))
         if as_json:
-            _emit("reset", {"all": True, "backup": done.folder, "katas": [vars(c) for c in done.changes]})
+            emit("reset", {"all": True, "backup": done.folder, "katas": [vars(c) for c in done.changes]})
             return
         from kata import render
 
@@ -247,7 +226,7 @@ def reset(kata_id: str | None, every: bool, as_json: bool) -> None:
     kata = _kata(course, kata_id)
     change = workspace.reset(course, kata)
     if as_json:
-        _emit("reset", vars(change))
+        emit("reset", vars(change))
         return
     from kata import render
 
@@ -261,14 +240,14 @@ def reset(kata_id: str | None, every: bool, as_json: bool) -> None:
 @json_option
 def restore(kata_id: str, source: Path | None, as_json: bool) -> None:
     """Bring back your file from the newest backup (undoes `kata reset`)."""
-    course = _course()
+    course = open_course()
     kata = _kata(course, kata_id)
     try:
         change = workspace.restore(course, kata, source)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
     if as_json:
-        _emit("restore", vars(change))
+        emit("restore", vars(change))
         return
     from kata import render
 
@@ -280,7 +259,7 @@ def restore(kata_id: str, source: Path | None, as_json: bool) -> None:
 @json_option
 def skip(kata_id: str | None, as_json: bool) -> None:
     """Skip a kata for now: recorded as skipped, not passed; `kata next` and watch move on."""
-    course = _course()
+    course = open_course()
     progress = _progress(course)
     kata = _kata(course, kata_id or progress.current())
     entry = progress.record_skip(kata.id)
@@ -288,7 +267,7 @@ def skip(kata_id: str | None, as_json: bool) -> None:
     following = prog.next_kata(course.katas, states)
     progress.set_current(following.id if following else None)
     if as_json:
-        _emit("skip", {"kata": kata.id, "status": entry.status, "next": following.id if following else None})
+        emit("skip", {"kata": kata.id, "status": entry.status, "next": following.id if following else None})
         return
     console = _console()
     if entry.status == prog.PASSED:
@@ -305,11 +284,11 @@ def skip(kata_id: str | None, as_json: bool) -> None:
 @json_option
 def goto(kata_id: str, as_json: bool) -> None:
     """Make a kata the current one: `kata watch` (and `kata check`, `hint`, `edit` without an ID) start there."""
-    course = _course()
+    course = open_course()
     kata = _kata(course, kata_id)
     _progress(course).set_current(kata.id)
     if as_json:
-        _emit("goto", {"kata": _kata_dict(kata)})
+        emit("goto", {"kata": _kata_dict(kata)})
         return
     from kata import render
 
@@ -344,7 +323,7 @@ def _editor_command(path: Path) -> list[str]:
 @click.argument("kata_id", required=False)
 def edit(kata_id: str | None) -> None:
     """Open the kata's exercise in your editor ($EDITOR, else $VISUAL, else nano, vim or vi)."""
-    course = _course()
+    course = open_course()
     progress = _progress(course)
     kata = _kata(course, kata_id or progress.current())
     command = _editor_command(kata.exercise)
@@ -366,7 +345,7 @@ def watch(kata_id: str | None, poll: bool, device: str) -> None:
     """Check the current kata every time you save it; keys: n next, h hint, l list, c check again, q quit."""
     from kata.watch import Watcher
 
-    course = _course()
+    course = open_course()
     progress = _progress(course)
     start = _kata(course, kata_id) if kata_id else None
     sys.exit(Watcher(course, progress, start=start, poll=poll, device=device).run())
@@ -383,7 +362,7 @@ def train_demo_command(seed: int, steps: int | None, as_json: bool) -> None:
 
     Exit code: 0 when it reached the capstone's accuracy, 1 otherwise (or when a piece of yours raised).
     """
-    _course()
+    open_course()
     from kata.copy_task import TASK
     from kata.train_demo import train_demo
 
@@ -391,7 +370,7 @@ def train_demo_command(seed: int, steps: int | None, as_json: bool) -> None:
     summary = train_demo(_console(stderr=as_json), seed=seed, steps=steps)
     reached = summary["ok"] and summary["accuracy"] >= TASK.target_accuracy
     if as_json:
-        _emit("train-demo", {**summary, "target_accuracy": TASK.target_accuracy, "reached": reached})
+        emit("train-demo", {**summary, "target_accuracy": TASK.target_accuracy, "reached": reached})
     sys.exit(0 if reached else 1)
 
 
@@ -399,11 +378,11 @@ def train_demo_command(seed: int, steps: int | None, as_json: bool) -> None:
 @json_option
 def next_kata(as_json: bool) -> None:
     """The kata to work on now."""
-    course = _course()
+    course = open_course()
     states = _progress(course).load()
     kata = prog.next_kata(course.katas, states)
     if as_json:
-        _emit("next", {"kata": _kata_dict(kata, states.get(kata.id, prog.KataProgress())) if kata else None})
+        emit("next", {"kata": _kata_dict(kata, states.get(kata.id, prog.KataProgress())) if kata else None})
         return
     from kata import render
 
@@ -421,12 +400,12 @@ def next_kata(as_json: bool) -> None:
 @json_option
 def progress_command(as_json: bool) -> None:
     """Your progress through the course."""
-    course = _course()
+    course = open_course()
     states = _progress(course).load()
     nxt = prog.next_kata(course.katas, states)
     if as_json:
         passed = [k for k in course.katas if states.get(k.id, prog.KataProgress()).status == prog.PASSED]
-        _emit("progress", {
+        emit("progress", {
             "passed": len(passed), "total": len(course.katas),
             "points": sum(k.points for k in passed), "max_points": sum(k.points for k in course.katas),
             "next": nxt.id if nxt else None,
@@ -489,7 +468,7 @@ def doctor(as_json: bool) -> None:
     rows = doctor_rows()
     ok = all(row[2] for row in rows)
     if as_json:
-        _emit("doctor", {"ok": ok, "checks": [{"name": n, "value": v, "ok": good} for n, v, good in rows]})
+        emit("doctor", {"ok": ok, "checks": [{"name": n, "value": v, "ok": good} for n, v, good in rows]})
     else:
         from kata import render
 
@@ -515,7 +494,7 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, re
         return
     from kata.verify import verify_kata
 
-    course = _course()
+    course = open_course()
     katas = [_kata(course, k) for k in kata_ids] or list(course.katas)
     jobs = jobs or os.cpu_count() or 2
     started = time.perf_counter()
@@ -533,7 +512,7 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, re
     seconds = time.perf_counter() - started
     ok = all(r.ok for r, _ in reports)
     if as_json:
-        _emit("verify", {"ok": ok, "seconds": round(seconds, 1), "katas": [r.to_dict() for r, _ in reports]})
+        emit("verify", {"ok": ok, "seconds": round(seconds, 1), "katas": [r.to_dict() for r, _ in reports]})
     else:
         from kata import render
 
@@ -542,7 +521,7 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, re
 
 
 def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) -> None:
-    course = _course()
+    course = open_course()
     progress = _progress(course)
     katas = [_kata(course, k) for k in kata_ids] or list(course.katas)
 
@@ -552,7 +531,7 @@ def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) ->
     checks = prog.verify_passes(katas, progress.load(), grade if regrade else None)
     ok = all(c.ok for c in checks)
     if as_json:
-        _emit("verify-progress", {"ok": ok, "progress_file": str(progress.path), "regraded": regrade,
+        emit("verify-progress", {"ok": ok, "progress_file": str(progress.path), "regraded": regrade,
                                   "katas": [vars(c) for c in checks]})
     else:
         console = _console()
@@ -571,7 +550,7 @@ def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) ->
 @click.option("--write", is_flag=True, help="Rewrite exercise.py files that differ (backing them up first).")
 def stubs(write: bool) -> None:
     """For course authors: check that each exercise.py is the stub derived from its solution."""
-    course = _course()
+    course = open_course()
     stale = [k for k in course.katas
              if k.exercise.read_text(encoding="utf-8") != derive_stub(k.solution.read_text(encoding="utf-8"))]
     for kata in stale:
@@ -585,8 +564,6 @@ def stubs(write: bool) -> None:
         click.echo(f"all {len(course.katas)} stubs are derived from their solutions")
     sys.exit(1 if stale and not write else 0)
 
-
-from kata.nbgrader.cli import nbgrader_group, notebook_command  # noqa: E402 (commands registered last)
 
 main.add_command(nbgrader_group)
 main.add_command(notebook_command)

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
-from kata.course import Course, CourseError, Kata, load_course
-
-USAGE_EXIT = 2
-
-
-class _UsageError(click.ClickException):
-    exit_code = USAGE_EXIT
-
-
-def _course() -> Course:
-    try:
-        return load_course()
-    except CourseError as exc:
-        raise _UsageError("course.toml is not valid:\n  " + "\n  ".join(exc.problems)) from None
+from kata.commands import UsageError, emit, json_option, open_course
+from kata.course import Course, Kata
 
 
 def _katas(course: Course, keys: tuple[str, ...]) -> list[Kata]:
@@ -28,7 +15,7 @@ def _katas(course: Course, keys: tuple[str, ...]) -> list[Kata]:
     try:
         chosen = {course.find(key).id for key in wanted}
     except KeyError as exc:
-        raise _UsageError(exc.args[0]) from None
+        raise UsageError(exc.args[0]) from None
     return [k for k in course.katas if k.id in chosen] if wanted else list(course.katas)
 
 
@@ -37,7 +24,7 @@ def _require_notebook_tools() -> None:
     try:
         import nbformat  # noqa: F401
     except ImportError:
-        raise _UsageError("notebooks need the instructor extras (nbformat, nbgrader, ipykernel): "
+        raise UsageError("notebooks need the instructor extras (nbformat, nbgrader, ipykernel): "
                           "pip install -c constraints.txt -e \".[instructor]\" in the course folder") from None
 
 
@@ -55,7 +42,7 @@ def nbgrader_group() -> None:
 @click.option("--katas", "keys", multiple=True, metavar="IDS",
               help="Only these katas (ids or slugs, comma-separated or repeated). Default: every kata.")
 @click.option("--force", is_flag=True, help="Replace exported files that exist with other content.")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON report instead.")
+@json_option
 def export_command(dest: Path, per_kata: bool, assignment: str | None, keys: tuple[str, ...], force: bool,
                    as_json: bool) -> None:
     """Write an nbgrader course into DEST: nbgrader_config.py and source/<assignment>/<kata>.ipynb.
@@ -68,14 +55,14 @@ def export_command(dest: Path, per_kata: bool, assignment: str | None, keys: tup
     from kata.nbgrader.export import ExportError, export_course
     from kata.nbgrader.notebook import NotebookError
 
-    course = _course()
+    course = open_course()
     katas = _katas(course, keys)
     try:
         report = export_course(course, dest, katas, assignment=assignment, force=force)
     except (ExportError, NotebookError) as exc:
-        raise _UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if as_json:
-        click.echo(json.dumps({"schema": "kata.nbgrader-export/1", **report.to_dict()}, indent=2))
+        emit("nbgrader-export", report.to_dict())
         return
     names = list(report.assignments)
     click.echo(f"Exported {len(katas)} kata(s) as {len(names)} nbgrader assignment(s) into {report.root}")
@@ -107,13 +94,13 @@ def notebook_command(kata_id: str, dest: Path | None, fresh: bool, force: bool) 
     _require_notebook_tools()
     from kata.nbgrader.export import ExportError, write_student_notebook
 
-    course = _course()
+    course = open_course()
     try:
         kata = course.find(kata_id)
     except KeyError as exc:
-        raise _UsageError(exc.args[0]) from None
+        raise UsageError(exc.args[0]) from None
     try:
         path = write_student_notebook(course, kata, dest or Path.cwd(), fresh=fresh, force=force)
     except ExportError as exc:
-        raise _UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     click.echo(f"Wrote {path}\nOpen it with `jupyter lab {path.name}`; its last cell runs `kata check {kata.id}`.")
