@@ -31,13 +31,7 @@ def _kata(course: Course, key: str | None, states: dict | None = None) -> Kata:
     if key is None:
         progress = _progress(course)
         states = states if states is not None else progress.load()
-        chosen = progress.current()  # `kata goto`, until that kata is passed or skipped
-        if chosen is not None and states.get(chosen, prog.KataProgress()).status not in (prog.PASSED, prog.SKIPPED):
-            try:
-                return course.find(chosen)
-            except KeyError:
-                pass
-        found = prog.next_kata(course.katas, states)
+        found = prog.current_kata(course.katas, states, progress.current())
         if found is None:
             raise UsageError("every kata is passed or skipped: name one, e.g. `kata check 9.1`")
         return found

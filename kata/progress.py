@@ -243,6 +243,15 @@ def next_kata(katas, states: dict[str, KataProgress]):
     return next((k for k in katas if states.get(k.id, KataProgress()).status not in (PASSED, SKIPPED)), None)
 
 
+def current_kata(katas, states: dict[str, KataProgress], chosen: str | None):
+    """The kata `kata goto` chose (`chosen`, its id) while it is neither passed nor skipped; else the next
+    one in course order (None when all are done). Where `kata watch` and commands without an ID start."""
+    kata = next((k for k in katas if k.id == chosen), None)
+    if kata is not None and states.get(kata.id, KataProgress()).status not in (PASSED, SKIPPED):
+        return kata
+    return next_kata(katas, states)
+
+
 def unmet(kata_list, states: dict[str, KataProgress]) -> list:
     """The katas in `kata_list` not passed yet."""
     return [k for k in kata_list if states.get(k.id, KataProgress()).status != PASSED]

@@ -354,10 +354,8 @@ def _frames(records: list[dict]) -> list[Frame]:
     return [Frame(**r) for r in records]
 
 
-def _interpret(kata: Kata, path: Path, stream: protocol.Stream | list[dict], returncode: int, timed_out: bool,
+def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int, timed_out: bool,
                budget: float, log: str) -> KataResult:
-    if isinstance(stream, list):
-        stream = protocol.Stream(events=stream)
     events = stream.events
     result = KataResult(kata.id, str(path), INTERNAL_ERROR, log=log)
     session = next((e for e in events if e["event"] == "session"), {})

@@ -171,14 +171,7 @@ class Watcher:
             self._unprepare()
 
     def _current(self) -> Kata | None:
-        states = self.progress.load()
-        chosen = self.progress.current()
-        if chosen is not None:
-            with contextlib.suppress(KeyError):
-                kata = self.course.find(chosen)
-                if states.get(kata.id, prog.KataProgress()).status not in (prog.PASSED, prog.SKIPPED):
-                    return kata
-        return prog.next_kata(self.course.katas, states)
+        return prog.current_kata(self.course.katas, self.progress.load(), self.progress.current())
 
     def _following(self) -> Kata | None:
         """The next kata after the current one that is neither passed nor skipped (wrapping around)."""

@@ -26,7 +26,6 @@ import hashlib
 import hmac
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 # Check statuses.
 PASSED = "passed"
@@ -44,36 +43,6 @@ IMPORT_OK = "ok"
 SYNTAX_ERROR = "syntax-error"
 IMPORT_ERROR = "import-error"
 EXCEPTION = "exception"
-
-
-class ResultWriter:
-    """Appends unsigned events to a file, flushed one by one so that a killed child loses none.
-
-    For tools and tests; the grading child writes through its sandbox instead."""
-
-    def __init__(self, path: Path):
-        self._file = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (lives as long as the child)
-
-    def write(self, event: str, **fields) -> None:
-        self._file.write(json.dumps({"event": event, **fields}) + "\n")
-        self._file.flush()
-
-
-def read_events(path: Path) -> list[dict]:
-    """Every complete record in the file; a line cut short by a killed child is ignored."""
-    events = []
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return events
-    for line in text.splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict) and "event" in record:
-            events.append(record)
-    return events
 
 
 @dataclass
