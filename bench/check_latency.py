@@ -2,7 +2,9 @@
 
 The grading child has to import torch, so that import is the floor; the product aims at a whole check
 costing at most 1.3 times it. Runs are interleaved (torch, check, torch, check, ...) so both see the
-same machine load. The check grades the reference solution, so every check runs to the end.
+same machine load. The check grades the reference solution, so every check runs to the end. Python's
+bytecode caching is as in the caller's environment (a student's is on; `env -u PYTHONDONTWRITEBYTECODE`
+where a machine turns it off), and the output says which.
 
     python bench/check_latency.py [--rounds 7]
 """
@@ -28,10 +30,10 @@ def timed(command: list[str], env: dict) -> float:
     return time.perf_counter() - started
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=7)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     kata = shutil.which("kata", path=os.path.dirname(sys.executable)) or "kata"
     with tempfile.TemporaryDirectory() as tmp:
         solution = Path(tmp) / "solution.py"
@@ -49,6 +51,9 @@ def main() -> None:
     for label, runs, median in (('python -c "import torch"', baseline, b), ("kata check 9.1 (reference)", check, c)):
         print(f"{label:<36}{median:>10.2f}{min(runs):>8.2f}{max(runs):>8.2f}")
     print(f"ratio of medians: {c / b:.2f} (target <= 1.30)")
+    caching = "off (PYTHONDONTWRITEBYTECODE is set: kata's own modules are compiled on every run)" \
+        if os.environ.get("PYTHONDONTWRITEBYTECODE") else "on (Python's default)"
+    print(f"bytecode caching: {caching}")
 
 
 if __name__ == "__main__":

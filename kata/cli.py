@@ -4,6 +4,7 @@ the result to `kata.render` (or prints JSON). Exit codes: see `kata.runner.EXIT_
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -19,6 +20,7 @@ from kata.commands import UsageError, emit, json_option, open_course
 from kata.course import Course, CourseError, Kata, load_course
 from kata.nbgrader.cli import nbgrader_group, notebook_command
 from kata.stubs import derive_stub, strip_markers
+from kata.viz.cli import viz_command
 
 
 def _console(stderr: bool = False):
@@ -540,6 +542,70 @@ def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) ->
     sys.exit(0 if ok else 1)
 
 
+def _interrupt_on(*names: str) -> None:
+    """Stop as Ctrl-C does (ending the grading children, keeping what is finished) on these signals too,
+    where the platform has them (Windows has no SIGHUP)."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    for name in names:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), interrupt)
+
+
+@main.command()
+@click.argument("submissions", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Where the reports and the journal go. Default: SUBMISSIONS-grades beside SUBMISSIONS.")
+@click.option("--katas", "keys", multiple=True, metavar="IDS",
+              help="Only these katas (ids or slugs, comma-separated or repeated). Default: every kata.")
+@click.option("--student", "students", multiple=True, metavar="NAME", help="Only this student (repeatable).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+              help="Grading processes at once (default: the CPU count).")
+@click.option("--restart", is_flag=True,
+              help="Grade everything again: the journal of earlier runs is renamed, not deleted.")
+@json_option
+def grade(submissions: Path, out: Path | None, keys: tuple[str, ...], students: tuple[str, ...], jobs: int | None,
+          restart: bool, as_json: bool) -> None:
+    """For instructors: grade every student's folder (or .zip) in SUBMISSIONS against the katas.
+
+    Writes grades.csv, katas.csv, checks.csv and grades.json. An interrupted run continues where it
+    stopped when run again. Exit code: 0 every unit graded, 1 some could not be (internal errors:
+    run again), 2 usage error, 130 interrupted.
+    """
+    import os
+
+    from kata import grade as grading
+    from kata.commands import select_katas
+
+    course = open_course()
+    katas = select_katas(course, keys)
+    submissions = submissions.resolve()
+    out = (out or submissions.with_name(submissions.name + "-grades")).resolve()
+    try:
+        found = grading.find_submissions(submissions, out / "unpacked", students)
+    except grading.GradeError as exc:
+        raise UsageError(str(exc)) from None
+    if not found:
+        raise UsageError(f"no student folders or .zip files in {submissions}")
+    from kata import render
+
+    console = _console(stderr=as_json)
+    _interrupt_on("SIGTERM", "SIGHUP")
+    try:
+        with render.GradeProgress(console) as bar:
+            state = grading.grade_class(course, found, katas, out, jobs=jobs or os.cpu_count() or 2, restart=restart,
+                                        on_start=bar.start, on_result=bar.result)
+    except grading.GradeError as exc:
+        raise UsageError(str(exc)) from None
+    if as_json:
+        emit("grade", {**grading.report_json(state), "out": str(out)})
+    else:
+        render.grade_summary(console, state, state.reports, out)
+    sys.exit(runner.EXIT_INTERRUPTED if state.interrupted else 1 if state.internal_errors else 0)
+
+
 @main.command()
 @click.option("--write", is_flag=True, help="Rewrite exercise.py files that differ (backing them up first).")
 def stubs(write: bool) -> None:
@@ -561,3 +627,4 @@ def stubs(write: bool) -> None:
 
 main.add_command(nbgrader_group)
 main.add_command(notebook_command)
+main.add_command(viz_command)

@@ -8,7 +8,7 @@ import json
 import click
 
 from kata import runner
-from kata.course import Course, CourseError, load_course
+from kata.course import Course, CourseError, Kata, load_course
 
 JSON_SCHEMA_VERSION = 1
 
@@ -25,6 +25,17 @@ def open_course() -> Course:
         return load_course()
     except CourseError as exc:
         raise UsageError("course.toml is not valid:\n  " + "\n  ".join(exc.problems)) from None
+
+
+def select_katas(course: Course, keys: tuple[str, ...]) -> list[Kata]:
+    """The katas named in `keys` (ids or slugs, comma-separated or repeated), in course order; every kata
+    when none is named."""
+    wanted = [key.strip() for group in keys for key in group.split(",") if key.strip()]
+    try:
+        chosen = {course.find(key).id for key in wanted}
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+    return [k for k in course.katas if k.id in chosen] if wanted else list(course.katas)
 
 
 def emit(kind: str, payload: dict) -> None:

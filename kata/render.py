@@ -13,6 +13,7 @@ from rich import box
 from rich.console import Console, Group
 from rich.markdown import Markdown
 from rich.panel import Panel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.progress_bar import ProgressBar
 from rich.syntax import Syntax
 from rich.table import Table
@@ -21,6 +22,7 @@ from rich.text import Text
 from kata import progress as prog
 from kata import runner
 from kata.course import Course, Kata
+from kata.grade import MISSING, UNREADABLE
 from kata.grading import protocol
 from kata.runner import Check, Frame, KataResult
 
@@ -54,6 +56,8 @@ OUTCOME_TITLE = {
     runner.INTERNAL_ERROR: "the graders could not run",
     runner.TAMPERED: "tampering detected",
     runner.MEMORY: "over the memory limit",
+    MISSING: "no file",
+    UNREADABLE: "submission unreadable",
 }
 
 
@@ -340,3 +344,81 @@ def verify_report(console: Console, reports: list, seconds: float) -> None:
     n_ok = sum(r.ok for r, _ in reports)
     style = "green" if n_ok == len(reports) else "red"
     console.print(f"[{style} bold]{n_ok} of {len(reports)} katas sound[/] · {seconds:.0f} s")
+
+
+class GradeProgress:
+    """The live bar of `kata grade`: units (student × kata) finished of the total, with an ETA."""
+
+    def __init__(self, console: Console):
+        self.progress = Progress(TextColumn("[bold]grading[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
+                                 transient=False)
+        self.task = None
+
+    def __enter__(self) -> GradeProgress:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.progress.__exit__(*exc)
+
+    def start(self, to_grade: int, reused: int) -> None:
+        if reused:
+            rest = f"grading the other {to_grade}" if to_grade else "nothing to grade"
+            self.progress.console.print(f"{reused} results reused from the journal (their files and graders are "
+                                        f"unchanged): {rest}.")
+        if to_grade:
+            self.task = self.progress.add_task("", total=to_grade)
+
+    def result(self, grade, reused: bool) -> None:
+        if not reused and self.task is not None:
+            self.progress.update(self.task, advance=1, description=f"{grade.student} {grade.kata}")
+
+
+def _grade_cell(grade) -> Text:
+    if grade is None:
+        return Text("·", style="dim")
+    if grade.outcome in (MISSING, UNREADABLE):
+        return Text("—", style="dim")
+    style = "green" if grade.points >= grade.max_points else "yellow" if grade.points > 0 else "red"
+    return Text(f"{grade.points:.3g}", style=style)
+
+
+def grade_summary(console: Console, state, written: dict[str, Path], out: Path, max_rows: int = 60,
+                  max_problems: int = 20) -> None:
+    """The class's grades: a table of students × katas, then what went wrong where, then the files."""
+    table = Table(box=box.SIMPLE_HEAVY, title=f"kata grade · {len(state.submissions)} students")
+    table.add_column("Student")
+    for kata in state.katas:
+        table.add_column(kata.id, justify="right")
+    table.add_column(f"Total /{state.max_total:g}", justify="right", style="bold")
+    for submission in state.submissions[:max_rows]:
+        cells = [_grade_cell(state.grades.get((submission.student, k.id))) for k in state.katas]
+        table.add_row(submission.student, *cells, f"{state.student_total(submission.student):.4g}")
+    console.print(table)
+    if len(state.submissions) > max_rows:
+        console.print(f"… {len(state.submissions) - max_rows} more students in grades.csv")
+    graded = [g for s in state.submissions for k in state.katas if (g := state.grades.get((s.student, k.id)))]
+    missing = [f"{g.student} {g.kata}" for g in graded if g.outcome == MISSING]
+    if missing:
+        more = f" … {len(missing) - max_problems} more" if len(missing) > max_problems else ""
+        console.print(f"[dim]no file for[/] {', '.join(missing[:max_problems])}{more} [dim](looked for "
+                      "exercises/<kata>/exercise.py, <kata>/exercise.py or <kata>.py)[/]")
+    problems = [g for g in graded if g.outcome not in (runner.PASSED, runner.FAILED, runner.NOT_IMPLEMENTED, MISSING)]
+    for grade in problems[:max_problems]:
+        where = f" ({', '.join(grade.where[:1])})" if grade.where else ""
+        console.print(f"[red]{grade.student} {grade.kata}[/] {OUTCOME_TITLE.get(grade.outcome, grade.outcome)}"
+                      f"{where}: {' '.join(grade.message.split())[:160]}")
+    if len(problems) > max_problems:
+        console.print(f"… {len(problems) - max_problems} more in katas.csv")
+    done = len(state.grades)
+    if state.interrupted:
+        console.print(f"[yellow bold]interrupted[/]: {done} of {state.total_units} graded and kept; the same "
+                      "command continues where this run stopped.")
+    line = f"{state.graded} graded in {state.seconds:.0f} s"
+    if state.reused:
+        line += f", {state.reused} reused from the journal"
+    if state.unreadable_lines:
+        line += f", {state.unreadable_lines} unreadable journal lines ignored (graded again)"
+    console.print(line + ".")
+    console.print(f"Reports in [cyan]{relative(out)}[/]: " + ", ".join(written) + " (and the journal results.jsonl).")

@@ -130,11 +130,11 @@ class KataResult:
 
 
 def grading_env(course: Course) -> dict[str, str]:
-    """The child's environment: the course located, bytecode kept out of the student's folders, and
-    torch's thread pool sized so that a check does not freeze the laptop."""
+    """The child's environment: the course located, and torch's thread pool sized so that a check does
+    not freeze the laptop. (Bytecode: the child caches the kata package's modules as any process does,
+    and turns caching off before the graders and the student's file are imported: see `kata.grading.child`.)"""
     env = dict(os.environ)
     env["KATA_COURSE"] = str(course.root)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env.pop("PYTHONSTARTUP", None)
     env.pop("PYTHONINSPECT", None)
@@ -208,13 +208,18 @@ def precheck(kata: Kata, path: Path) -> KataResult | None:
     return None
 
 
+class Cancelled(Exception):
+    """The grading was cancelled (`cancel` set) before it finished: there is no result."""
+
+
 def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices: str = "all",
              seed: int = 0, timeout: float | None = None, memory_mb: int | None = None,
-             graders: Path | None = None) -> KataResult:
+             graders: Path | None = None, cancel: threading.Event | None = None) -> KataResult:
     """Grade `student` (the kata's exercise by default) and return its structured result.
 
     `graders` runs the graders of another folder (an nbgrader notebook's hidden tests) instead of the
-    kata's own; `timeout` and `memory_mb` override the kata's time budget and memory limit."""
+    kata's own; `timeout` and `memory_mb` override the kata's time budget and memory limit. Setting
+    `cancel` (from another thread) ends the grading child and raises `Cancelled`."""
     path = (student or kata.exercise).resolve()
     started = time.perf_counter()
     early = precheck(kata, path)
@@ -222,7 +227,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
         early.seconds = time.perf_counter() - started
         return early
     run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders)
-    return run.finish(kata.time_budget_s if timeout is None else timeout, started)
+    return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
 
 
 class _Run:
@@ -285,12 +290,22 @@ class _Run:
         self.results.join(5)
         self.log.join(5)
 
-    def finish(self, budget: float, started: float) -> KataResult:
-        timed_out = False
+    def _wait(self, budget: float, cancel: threading.Event | None) -> bool:
+        """Wait for the child; True if it outlived the budget."""
+        deadline = time.monotonic() + budget
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                # Popen.wait polls every 50 ms at most, so slices cost no latency.
+                self.child.wait(timeout=remaining if cancel is None else min(remaining, 0.2))
+                return False
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.is_set():
+                    raise Cancelled from None
+        return self.child.poll() is None
+
+    def finish(self, budget: float, started: float, cancel: threading.Event | None = None) -> KataResult:
         try:
-            self.child.wait(timeout=budget)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            timed_out = self._wait(budget, cancel)
         finally:
             # Also on Ctrl-C: the child's whole process group goes, then the interrupt goes on.
             self.close()
@@ -396,6 +411,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
         else:
             result.message = f"the results of the checks were altered: {stream.problems[0]}"
         result.message += ". The checks of this run do not count."
+        result.points = 0.0
         return result
     if imported is not None and imported.get("status") != protocol.IMPORT_OK:
         result.outcome = imported["status"]
@@ -450,6 +466,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
         elif result.outcome == TAMPERED:
             first = next(c for c in result.checks if c.status == protocol.TAMPERED)
             result.message = first.message + ". The checks of this run do not count."
+            result.points = 0.0
     return result
 
 
@@ -458,9 +475,12 @@ _CHECK_FIELDS = {"id", "title", "status", "message", "device", "dtype", "weight"
 
 
 def _score(kata: Kata, result: KataResult) -> None:
-    """Each check is worth the kata's points times its weight over the total weight."""
+    """Each check is worth the kata's points times its weight over the total weight. The kata's score is
+    one product and one quotient (not a sum of shares), so passing every check gives exactly its points,
+    as in the nbgrader export (`kata.nbgrader.runtime.score_of`)."""
     total = sum(c.weight for c in result.checks)
     for check in result.checks:
         check.points = kata.points * check.weight / total if total else 0.0
     result.max_points = kata.points
-    result.points = sum(c.points for c in result.checks if c.passed)
+    passed = sum(c.weight for c in result.checks if c.passed)
+    result.points = kata.points * passed / total if total else 0.0

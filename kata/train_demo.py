@@ -16,11 +16,8 @@ message naming the kata, the file and the line; no traceback is printed.
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import linecache
 import os
 import time
-from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -29,64 +26,10 @@ from rich.table import Table
 from kata import copy_task
 from kata.course import Course, CourseError, load_course
 from kata.earlier import MODE_VARIABLE, REFERENCE
+from kata.student_code import CodeError, explain, load_kata_file, use_check_threads
 
 KATA_ID = "9.10"
 N_EXAMPLES = 6
-
-
-class DemoError(Exception):
-    """Something of the student's could not run; the message says what and where."""
-
-
-def _student_frame(exc: BaseException, course: Course):
-    """(kata, path shown, line, function, code) of the deepest traceback frame in a course file, or None."""
-    files = {str(k.exercise.resolve()): k for k in course.katas}
-    files.update({str(k.solution.resolve()): k for k in course.katas})
-    found = None
-    tb = exc.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        kata = files.get(str(Path(code.co_filename).resolve()))
-        if kata is not None:
-            path = Path(code.co_filename).resolve()
-            shown = path.relative_to(course.root) if path.is_relative_to(course.root) else path
-            found = (kata, shown, tb.tb_lineno, code.co_qualname, linecache.getline(code.co_filename,
-                                                                                 tb.tb_lineno).strip())
-        tb = tb.tb_next
-    return found
-
-
-def _explain(exc: BaseException, doing: str, course: Course) -> DemoError:
-    frame = _student_frame(exc, course)
-    where = f" ({frame[1]}:{frame[2]}, in {frame[3]}: {frame[4]})" if frame else ""
-    if isinstance(exc, NotImplementedError):
-        if frame:
-            return DemoError(f"{doing}: {frame[3]} of kata {frame[0].id} is not implemented yet{where}. Finish it "
-                             f"first: `kata check {frame[0].id}` says what is missing.")
-        return DemoError(f"{doing}: a piece is not implemented yet. `kata check` says what is missing.")
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    hint = f" `kata check {frame[0].id}` may tell you more." if frame else ""
-    return DemoError(f"{doing}: {text}{where}.{hint}")
-
-
-def _load_exercise(course: Course):
-    kata = course.find(KATA_ID)
-    spec = importlib.util.spec_from_file_location("kata_train_demo_exercise", kata.exercise)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except FileNotFoundError:
-        raise DemoError(f"{kata.exercise} does not exist (`kata reset {KATA_ID}` puts the stub back)") from None
-    except SyntaxError as exc:
-        raise DemoError(f"your kata {KATA_ID} exercise has a syntax error: {exc.msg} "
-                        f"({exc.filename}:{exc.lineno})") from None
-    except Exception as exc:
-        raise _explain(exc, f"importing your kata {KATA_ID} exercise failed", course) from None
-    missing = [name for name in ("make_optimizer", "make_scheduler", "train_step", "greedy_decode")
-               if not callable(getattr(module, name, None))]
-    if missing:
-        raise DemoError(f"your kata {KATA_ID} exercise has no {', '.join(missing)} ({kata.exercise})")
-    return module
 
 
 def train_demo(console: Console, *, seed: int = 0, steps: int | None = None) -> dict:
@@ -107,12 +50,12 @@ def train_demo(console: Console, *, seed: int = 0, steps: int | None = None) -> 
         try:
             course = load_course()
         except CourseError as exc:
-            raise DemoError(str(exc)) from None
+            raise CodeError(str(exc)) from None
         if os.environ.get(MODE_VARIABLE) == REFERENCE:
             console.print(f"[yellow]note:[/] {MODE_VARIABLE}={REFERENCE} is set: the earlier katas' pieces are the "
                           "reference solutions, not yours")
         run = _train(console, course, seed, steps)
-    except DemoError as exc:
+    except CodeError as exc:
         console.print(f"[bold red]train-demo stopped:[/] {exc}", highlight=False)
         summary["error"] = str(exc)
         return summary
@@ -128,21 +71,20 @@ def _train(console: Console, course: Course, seed: int, steps: int | None):
 
     task = copy_task.TASK
     steps = task.steps if steps is None else steps
-    # As many threads as `kata check` gives the grading process (half the cores): for a model this small
-    # more threads mostly wait for each other, and the timing compares with the capstone check's.
-    if "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
-    student = _load_exercise(course)
+    use_check_threads()
+    kata = course.find(KATA_ID)
+    student = load_kata_file(course, kata, kata.exercise,
+                             needs=("make_optimizer", "make_scheduler", "train_step", "greedy_decode"))
     try:
         earlier = importlib.import_module("kata.earlier.transformer")
         transformer, padding_mask = earlier.Transformer, earlier.padding_mask
     except Exception as exc:
-        raise _explain(exc, "importing your Transformer (kata 9.9) failed", course) from None
+        raise explain(exc, "importing your Transformer (kata 9.9) failed", course) from None
 
     try:
         probe = copy_task.build_model(transformer, task)
     except Exception as exc:
-        raise _explain(exc, "building your Transformer (kata 9.9) failed", course) from None
+        raise explain(exc, "building your Transformer (kata 9.9) failed", course) from None
     n_params = sum(p.numel() for p in probe.parameters())
     del probe
     console.print(f"[bold]Copy task[/]: {task.min_len}-{task.max_len} symbols out of {task.n_symbols}; your "
@@ -177,7 +119,7 @@ def _train(console: Console, course: Course, seed: int, steps: int | None):
                 make_scheduler=student.make_scheduler, train_step=student.train_step,
                 greedy_decode=student.greedy_decode, seed=seed, steps=steps, on_step=on_step, on_eval=on_eval)
         except Exception as exc:
-            raise _explain(exc, "training or decoding failed", course) from None
+            raise explain(exc, "training or decoding failed", course) from None
         if run.steps < steps and not run.stopped:
             progress.update(bar, total=run.steps)  # stopped early: the bar ends full
 

@@ -6,6 +6,8 @@ Each test grades a real file for kata 9.1 through the real child process.
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -170,3 +172,19 @@ def test_classic_mistake_is_named(course, softmax_file):
     result = grade(course, path)
     assert result.outcome == runner.FAILED
     assert any(d["id"] == "no-max-subtraction" for c in result.checks for d in c.diagnoses)
+
+
+def test_bytecode_is_cached_for_the_kata_package_never_in_the_students_folders(course, course_root, softmax_file,
+                                                                                  monkeypatch):
+    """With Python's default caching on (a student's laptop), the grading child caches the kata package's
+    modules, and nothing of the exercise, the graders or the reference solution."""
+    import kata.grading
+
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    cached = Path(kata.grading.__file__).parent / "__pycache__"
+    shutil.rmtree(cached, ignore_errors=True)  # written again by the grading child alone
+    solution = course_root / "solutions" / "9.1-softmax" / "solution.py"
+    for path in (softmax_file(CORRECT_SOFTMAX), solution):
+        assert grade(course, path).outcome == runner.PASSED
+    assert not list(course_root.rglob("__pycache__"))
+    assert list(cached.glob("sandbox.*.pyc")) and list(cached.glob("plugin.*.pyc"))

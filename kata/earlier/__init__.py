@@ -10,10 +10,13 @@ runs the code:
 
 The grader sets `KATA_EARLIER=reference`; anything else means your own files. While kata N is graded
 (`KATA_CURRENT=N`), only katas before N can be imported: a kata cannot import its own reference.
+`with resolving(REFERENCE): ...` switches within one process (`kata viz` draws with your pieces, or the
+reference's when yours are not ready).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.util
 import os
@@ -30,6 +33,29 @@ OWN = "own"
 
 def mode() -> str:
     return REFERENCE if os.environ.get(MODE_VARIABLE) == REFERENCE else OWN
+
+
+@contextlib.contextmanager
+def resolving(as_mode: str):
+    """Inside the block, `kata.earlier.*` imports resolve as `as_mode` (OWN or REFERENCE), imported afresh.
+
+    Modules are cached by name, so without this a process that imported your 9.3 would hand it to the
+    reference 9.4 too. What was imported before the block is put back after it, and the block's own
+    imports are dropped: the two sets of pieces never meet."""
+    prefix = __name__ + "."
+    before = {name: sys.modules.pop(name) for name in list(sys.modules) if name.startswith(prefix)}
+    previous_mode = os.environ.get(MODE_VARIABLE)
+    os.environ[MODE_VARIABLE] = as_mode
+    try:
+        yield
+    finally:
+        for name in [n for n in sys.modules if n.startswith(prefix)]:
+            del sys.modules[name]
+        sys.modules.update(before)
+        if previous_mode is None:
+            os.environ.pop(MODE_VARIABLE, None)
+        else:
+            os.environ[MODE_VARIABLE] = previous_mode
 
 
 def _course():

@@ -84,6 +84,10 @@ def main(argv: list[str]) -> int:
     from kata.grading import plugin
 
     limits.limit_threads()
+    # What was imported so far (the kata package, pytest) is cached as bytecode like any module; the graders,
+    # the reference solutions and the student's file never are: no __pycache__ in the student's folders, and
+    # no stale bytecode for a file saved twice within a second at the same size.
+    sys.dont_write_bytecode = True
     return int(pytest.main(pytest_args(kata, student, results, extra, graders), plugins=[plugin]))
 
 

@@ -6,17 +6,7 @@ from pathlib import Path
 
 import click
 
-from kata.commands import UsageError, emit, json_option, open_course
-from kata.course import Course, Kata
-
-
-def _katas(course: Course, keys: tuple[str, ...]) -> list[Kata]:
-    wanted = [key.strip() for group in keys for key in group.split(",") if key.strip()]
-    try:
-        chosen = {course.find(key).id for key in wanted}
-    except KeyError as exc:
-        raise UsageError(exc.args[0]) from None
-    return [k for k in course.katas if k.id in chosen] if wanted else list(course.katas)
+from kata.commands import UsageError, emit, json_option, open_course, select_katas
 
 
 def _require_notebook_tools() -> None:
@@ -56,7 +46,7 @@ def export_command(dest: Path, per_kata: bool, assignment: str | None, keys: tup
     from kata.nbgrader.notebook import NotebookError
 
     course = open_course()
-    katas = _katas(course, keys)
+    katas = select_katas(course, keys)
     try:
         report = export_course(course, dest, katas, assignment=assignment, force=force)
     except (ExportError, NotebookError) as exc:

@@ -1,0 +1,35 @@
+"""Every benchmark of the course, one after the other, each printing its figures beside its baseline:
+
+1. bench/check_latency.py      `kata check 9.1` against `python -c "import torch"` (median of 7, ratio)
+2. bench/verify_course.py      `kata verify` of the whole course against one `kata check` of each kata
+3. bench/capstone.py           the 9.10 capstone: time to 0.95 accuracy, reference against torch's layers
+4. bench/grade_vs_nbgrader.py  `kata grade --jobs 1/2` against `nbgrader autograde`, 20 students
+
+    python bench/run_all.py          (about 25 minutes on a 2-core machine)
+
+Each script takes its own options when run alone (`--help`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import capstone
+import check_latency
+import grade_vs_nbgrader
+import verify_course
+
+BENCHMARKS = (("kata check latency", check_latency), ("kata verify, whole course", verify_course),
+              ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader))
+
+
+def main() -> None:
+    for number, (title, module) in enumerate(BENCHMARKS, start=1):
+        print(f"\n== {number}. {title} ({module.__name__}.py) ==", flush=True)
+        started = time.perf_counter()
+        module.main([])
+        print(f"({time.perf_counter() - started:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()

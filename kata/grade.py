@@ -1,0 +1,468 @@
+"""Bulk grading of plain files (`kata grade`), for instructors who collect folders rather than notebooks.
+
+A class is a folder with one entry per student: a folder (a GitHub Classroom clone, an unpacked LMS
+download) or a `.zip` of one. In a student's files, the code of kata 9.4 is the shallowest of
+
+    exercises/9.4-multi-head-attention/exercise.py     (a clone of the course)
+    9.4-multi-head-attention/exercise.py
+    9.4-multi-head-attention.py                         (what a `kata notebook` notebook writes)
+
+at any depth, so a clone inside one more folder (as zips often hold) is found too.
+
+The unit of work is one (student, kata): `grade_kata(course, kata, submission)` is a pure function of
+them that grades in its own child process under the kata's time budget and memory limit (`kata.runner`),
+so the same unit could run on any machine. `grade_class` runs the units `jobs` at a time and appends
+each result, as soon as it is known, to a journal (`results.jsonl` in the output folder, one JSON
+object a line, flushed to disk): an interrupted run continues where it stopped. A result is reused only
+while the student's file (its SHA-256) and the kata's graders (`graders_fingerprint`) are the ones it
+was graded with; results the graders could not produce (internal errors) are graded again. The reports
+(`grades.csv`, `katas.csv`, `checks.csv`, `grades.json`) are written from the journal at the end of
+every run, finished or not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import io
+import json
+import os
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from kata import runner
+from kata.course import Course, Kata
+from kata.progress import file_hash
+
+SCHEMA = "kata.grade/1"
+JOURNAL = "results.jsonl"
+MISSING = "missing"  # no file for the kata in the submission
+UNREADABLE = "unreadable"  # the submission itself could not be read (a broken zip)
+SKIPPED_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".kata-backups", ".ipynb_checkpoints"}
+MAX_DEPTH = 6  # folders below a student's folder searched for the kata files
+ZIP_MEMBER_LIMIT = 4 * 1024 * 1024  # bytes: a larger .py in a zip is not unpacked
+MESSAGE_LIMIT = 2000  # characters of a message kept in the JSON report (the CSVs keep one line of 300)
+
+
+class GradeError(Exception):
+    """The class cannot be graded as asked (a usage problem, not a student's)."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """One student's work: the entry in the class folder, and where its files are."""
+
+    student: str
+    source: Path  # the folder or zip in the class folder
+    folder: Path | None  # where the student's files are (for a zip: where it was unpacked)
+    problem: str = ""  # why the submission could not be read, if it could not
+
+    def locate(self, course: Course) -> dict[str, Path]:
+        """The file of each kata found in the submission, by kata id."""
+        if self.folder is None:
+            return {}
+        wanted = {}
+        for kata in course.katas:
+            wanted[(kata.dirname, "exercise.py")] = kata.id
+            wanted[(None, f"{kata.dirname}.py")] = kata.id
+        found: dict[str, tuple[int, str, Path]] = {}
+        top = len(self.folder.parts)
+        for here, dirs, files in os.walk(self.folder):
+            depth = len(Path(here).parts) - top
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and depth < MAX_DEPTH)
+            for name in files:
+                kata_id = wanted.get((Path(here).name, name)) or wanted.get((None, name))
+                if kata_id is None:
+                    continue
+                path = Path(here) / name
+                rank = (depth, str(path))
+                if kata_id not in found or rank < found[kata_id][:2]:
+                    found[kata_id] = (*rank, path)
+        return {kata_id: path for kata_id, (_, _, path) in found.items()}
+
+
+@dataclass
+class KataGrade:
+    """The grade of one kata of one student: what the journal holds a line of, and the reports a row of."""
+
+    student: str
+    kata: str
+    outcome: str
+    points: float
+    max_points: float
+    message: str = ""
+    file: str | None = None  # relative to the student's folder
+    sha256: str | None = None  # of the file graded
+    graders: str = ""  # the graders' fingerprint at grading time
+    seconds: float = 0.0
+    where: list[str] = field(default_factory=list)  # "file:line" of the problem (a syntax error, say)
+    checks: list[dict] = field(default_factory=list)  # id, title, status, points, worth, message
+    graded_at: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.student, self.kata
+
+
+def graders_fingerprint(kata: Kata) -> str:
+    """What a grade depends on besides the student's file: the kata's limits, points and forbidden list,
+    its graders (planted mistakes aside) and its reference solution."""
+    digest = hashlib.sha256(repr((kata.id, kata.points, kata.forbidden, kata.time_budget_s, kata.memory_mb)).encode())
+    files = [p for p in sorted(kata.graders.rglob("*.py")) if kata.mistakes_dir not in p.parents]
+    for path in [*files, kata.solution]:
+        digest.update(str(path.relative_to(kata.root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprint: str | None = None,
+               cancel: threading.Event | None = None) -> KataGrade:
+    """Grade one kata of one student, in a child process with the kata's limits. Never raises for
+    anything the student's files do; `runner.Cancelled` when `cancel` is set."""
+    fingerprint = fingerprint or graders_fingerprint(kata)
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    path = submission.locate(course).get(kata.id)
+    if submission.problem:
+        return KataGrade(submission.student, kata.id, UNREADABLE, 0.0, kata.points, submission.problem,
+                         graders=fingerprint, graded_at=now)
+    if path is None:
+        reason = (f"no file for kata {kata.id}: looked for exercises/{kata.dirname}/exercise.py, "
+                  f"{kata.dirname}/exercise.py or {kata.dirname}.py at any depth")
+        return KataGrade(submission.student, kata.id, MISSING, 0.0, kata.points, reason, graders=fingerprint,
+                         graded_at=now)
+    relative = path.relative_to(submission.folder).as_posix()
+    result = runner.run_kata(course, kata, path, cancel=cancel)
+    where = [f"{relative}:{f.line}" if Path(f.file) == path else f"{f.file}:{f.line}" for f in result.frames]
+    checks = [{"id": c.id, "title": c.title, "status": c.status, "points": c.points if c.passed else 0.0,
+               "worth": c.points, "message": _clip(c.message)} for c in result.checks]
+    return KataGrade(submission.student, kata.id, result.outcome, result.points, kata.points, _clip(result.message),
+                     relative, file_hash(path), fingerprint, round(result.seconds, 3), where, checks, now)
+
+
+# ---- the class folder -------------------------------------------------------------------------------
+
+
+def find_submissions(folder: Path, unpack_to: Path, students: Iterable[str] = ()) -> list[Submission]:
+    """Every student of the class folder (folders and .zip files, hidden entries aside), in name order;
+    zips are unpacked (their .py files only) under `unpack_to`. `students` keeps only those named."""
+    entries = sorted(p for p in folder.iterdir() if not p.name.startswith((".", "_"))
+                     and (p.is_dir() or p.suffix.lower() == ".zip"))
+    unpack_to = unpack_to.resolve()
+    entries = [p for p in entries if p.resolve() != unpack_to.parent]  # the output folder, if it is inside
+    names = [p.name if p.is_dir() else p.stem for p in entries]
+    taken = {n for n in names if names.count(n) > 1}
+    submissions = []
+    for entry, name in zip(entries, names, strict=True):
+        student = entry.name if name in taken else name  # alice/ and alice.zip: "alice" and "alice.zip"
+        if entry.is_dir():
+            submissions.append(Submission(student, entry, entry))
+        else:
+            submissions.append(_unzip(student, entry, unpack_to / student))
+    wanted = set(students)
+    if wanted:
+        unknown = wanted - {s.student for s in submissions}
+        if unknown:
+            raise GradeError(f"no submission named {', '.join(sorted(unknown))} in {folder}")
+        submissions = [s for s in submissions if s.student in wanted]
+    return submissions
+
+
+def _unzip(student: str, archive: Path, target: Path) -> Submission:
+    """Unpack the .py files of a student's zip (again each run: the zip may have been replaced)."""
+    import shutil
+
+    shutil.rmtree(target, ignore_errors=True)
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                name = Path(info.filename)
+                if info.is_dir() or name.suffix != ".py" or name.is_absolute() or ".." in name.parts:
+                    continue
+                if info.file_size > ZIP_MEMBER_LIMIT:
+                    continue
+                dest = target / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(zf.read(info)[:ZIP_MEMBER_LIMIT])
+    except (zipfile.BadZipFile, OSError, RuntimeError, EOFError) as exc:
+        return Submission(student, archive, None, f"{archive.name} could not be unpacked: {exc}")
+    target.mkdir(parents=True, exist_ok=True)
+    return Submission(student, archive, target)
+
+
+# ---- the journal ------------------------------------------------------------------------------------
+
+
+class Journal:
+    """The finished grades of a class, one JSON line each, appended and flushed as each is known."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def load(self) -> tuple[dict[tuple[str, str], KataGrade], int]:
+        """The grades by (student, kata), the last line for each winning, and the number of lines that
+        could not be read (a line cut short by an interruption)."""
+        grades: dict[tuple[str, str], KataGrade] = {}
+        unreadable = 0
+        with contextlib.suppress(FileNotFoundError), open(self.path, encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                try:
+                    grade = KataGrade(**json.loads(line))
+                except (ValueError, TypeError):
+                    unreadable += 1
+                    continue
+                grades[grade.key] = grade
+        return grades, unreadable
+
+    def append(self, grade: KataGrade) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            # A line cut short by a crash is followed by a newline-started one, so it spoils no other.
+            if f.tell() and not self._ends_with_newline():
+                f.write("\n")
+            f.write(json.dumps(asdict(grade), ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def _ends_with_newline(self) -> bool:
+        with open(self.path, "rb") as f:
+            f.seek(-1, os.SEEK_END)
+            return f.read(1) == b"\n"
+
+    def set_aside(self) -> Path | None:
+        """Move the journal aside (a fresh start keeps the old results, renamed)."""
+        if not self.path.exists():
+            return None
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        aside = self.path.with_name(f"results-{stamp}.jsonl")
+        self.path.rename(aside)
+        return aside
+
+
+# ---- the class --------------------------------------------------------------------------------------
+
+
+@dataclass
+class ClassGrades:
+    """The grades of a class after a run: every (student, kata) graded so far."""
+
+    katas: list[Kata]
+    submissions: list[Submission]
+    grades: dict[tuple[str, str], KataGrade]
+    graded: int = 0  # units graded by this run
+    reused: int = 0  # units whose result came from the journal
+    unreadable_lines: int = 0
+    interrupted: bool = False
+    seconds: float = 0.0
+    reports: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def total_units(self) -> int:
+        return len(self.katas) * len(self.submissions)
+
+    @property
+    def complete(self) -> bool:
+        return all((s.student, k.id) in self.grades for s in self.submissions for k in self.katas)
+
+    @property
+    def internal_errors(self) -> list[KataGrade]:
+        return [g for g in self.grades.values() if g.outcome == runner.INTERNAL_ERROR]
+
+    def student_total(self, student: str) -> float:
+        return sum(self.grades[(student, k.id)].points for k in self.katas if (student, k.id) in self.grades)
+
+    @property
+    def max_total(self) -> float:
+        return sum(k.points for k in self.katas)
+
+
+def _reusable(grade: KataGrade | None, sha: str | None, fingerprint: str) -> bool:
+    return (grade is not None and grade.outcome != runner.INTERNAL_ERROR and grade.sha256 == sha
+            and grade.graders == fingerprint)
+
+
+def grade_class(course: Course, submissions: list[Submission], katas: list[Kata], out: Path, *, jobs: int = 1,
+                restart: bool = False, on_start: Callable[[int, int], None] | None = None,
+                on_result: Callable[[KataGrade, bool], None] | None = None) -> ClassGrades:
+    """Grade every kata of every submission, `jobs` units at a time, journaled in `out`.
+
+    `on_start(to_grade, reused)` is called once the work is known and `on_result(grade, reused)` for each
+    unit. Ctrl-C stops the run (the running children are ended): what was finished is kept, and the
+    result says `interrupted`. The reports are written in every case."""
+    out.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(out / ".kata-grade.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise GradeError(f"another `kata grade` is writing to {out}: wait for it, or choose another --out") from None
+    try:
+        started = time.perf_counter()
+        journal = Journal(out / JOURNAL)
+        if restart:
+            journal.set_aside()
+        previous, unreadable = journal.load()
+        fingerprints = {k.id: graders_fingerprint(k) for k in katas}
+        state = ClassGrades(katas, submissions, {}, unreadable_lines=unreadable)
+        todo: list[tuple[Kata, Submission]] = []
+        for submission in submissions:
+            files = submission.locate(course)
+            for kata in katas:
+                path = files.get(kata.id)
+                old = previous.get((submission.student, kata.id))
+                if _reusable(old, file_hash(path) if path else None, fingerprints[kata.id]):
+                    state.grades[old.key] = old
+                    state.reused += 1
+                else:
+                    todo.append((kata, submission))
+        if on_start:
+            on_start(len(todo), state.reused)
+        if on_result:
+            for grade in state.grades.values():
+                on_result(grade, True)
+        state.interrupted = _run_units(course, todo, fingerprints, jobs, journal, state, on_result)
+        state.seconds = time.perf_counter() - started
+        state.reports = write_reports(out, state)
+        return state
+    finally:
+        lock.release()
+
+
+def _run_units(course: Course, todo: list[tuple[Kata, Submission]], fingerprints: dict[str, str], jobs: int,
+               journal: Journal, state: ClassGrades, on_result) -> bool:
+    """Grade the units, journaling each; True if interrupted (Ctrl-C)."""
+    cancel = threading.Event()
+
+    def unit(kata: Kata, submission: Submission) -> KataGrade:
+        try:
+            return grade_kata(course, kata, submission, fingerprint=fingerprints[kata.id], cancel=cancel)
+        except runner.Cancelled:
+            raise
+        except Exception as exc:  # the grading's own failure (no processes left, say): graded again next run
+            return KataGrade(submission.student, kata.id, runner.INTERNAL_ERROR, 0.0, kata.points,
+                             f"the grading could not run: {type(exc).__name__}: {exc}",
+                             graders=fingerprints[kata.id])
+
+    recorded: set[Future] = set()
+
+    def record(future: Future) -> None:
+        grade = future.result()
+        journal.append(grade)
+        recorded.add(future)
+        state.grades[grade.key] = grade
+        state.graded += 1
+        if on_result:
+            on_result(grade, False)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="kata-grade")
+    futures = [pool.submit(unit, kata, submission) for kata, submission in todo]
+    try:
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for future in done:
+                record(future)
+    except KeyboardInterrupt:
+        cancel.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        # What finished, also while the others were being stopped, is kept.
+        for future in futures:
+            if future not in recorded and future.done() and not future.cancelled() and future.exception() is None:
+                record(future)
+        return True
+    pool.shutdown(wait=True)
+    return False
+
+
+# ---- the reports ------------------------------------------------------------------------------------
+
+
+def _cell(text: str, limit: int = 300) -> str:
+    """Text for a spreadsheet cell: one line, and never read as a formula (a student's message could
+    start with "=")."""
+    line = " ".join(text.split())
+    line = line if len(line) <= limit else line[: limit - 1] + "…"
+    return "'" + line if line[:1] in ("=", "+", "-", "@") else line
+
+
+def report_rows(state: ClassGrades) -> dict[str, list[list]]:
+    """The rows of each CSV report, header first."""
+    grades = [["student", *[k.id for k in state.katas], "total", "max", "complete"]]
+    katas = [["student", "kata", "outcome", "points", "max_points", "message", "where", "file", "sha256", "seconds"]]
+    checks = [["student", "kata", "check", "title", "status", "points", "worth", "message"]]
+    for submission in state.submissions:
+        row = [_cell(submission.student)]
+        complete = True
+        for kata in state.katas:
+            grade = state.grades.get((submission.student, kata.id))
+            complete &= grade is not None
+            row.append("" if grade is None else _number(grade.points))
+            if grade is None:
+                continue
+            katas.append([_cell(grade.student), grade.kata, grade.outcome, _number(grade.points),
+                          _number(grade.max_points), _cell(grade.message), _cell(" ".join(grade.where)),
+                          grade.file or "", grade.sha256 or "", grade.seconds])
+            checks += [[_cell(grade.student), grade.kata, c["id"], _cell(c["title"]), c["status"],
+                        _number(c["points"]), _number(c["worth"]), _cell(c["message"])] for c in grade.checks]
+        grades.append([*row, _number(state.student_total(submission.student)), _number(state.max_total),
+                       "yes" if complete else "no"])
+    return {"grades.csv": grades, "katas.csv": katas, "checks.csv": checks}
+
+
+def _number(value: float) -> float | int:
+    rounded = round(value, 4)
+    return int(rounded) if rounded == int(rounded) else rounded
+
+
+def report_json(state: ClassGrades) -> dict:
+    return {
+        "schema": SCHEMA,
+        "complete": state.complete,
+        "interrupted": state.interrupted,
+        "katas": [{"id": k.id, "title": k.title, "points": k.points} for k in state.katas],
+        "max_total": state.max_total,
+        "students": [
+            {"student": s.student, "source": str(s.source), "total": _number(state.student_total(s.student)),
+             "katas": [asdict(state.grades[(s.student, k.id)]) for k in state.katas
+                       if (s.student, k.id) in state.grades]}
+            for s in state.submissions],
+        "graded": state.graded, "reused": state.reused, "seconds": round(state.seconds, 1),
+    }
+
+
+def write_reports(out: Path, state: ClassGrades) -> dict[str, Path]:
+    """grades.csv (a row per student), katas.csv (per student and kata), checks.csv (per check) and
+    grades.json (everything), each replaced whole (a reader never sees half a file)."""
+    written = {}
+    for name, rows in report_rows(state).items():
+        buffer = io.StringIO()
+        csv.writer(buffer).writerows(rows)
+        written[name] = _replace(out / name, buffer.getvalue())
+    written["grades.json"] = _replace(out / "grades.json", json.dumps(report_json(state), indent=2,
+                                                                       ensure_ascii=False) + "\n")
+    return written
+
+
+def _replace(path: Path, text: str) -> Path:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
