@@ -14,9 +14,11 @@ traceback frame in a course file), never a traceback:
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import linecache
 import os
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -60,6 +62,18 @@ def explain(exc: BaseException, doing: str, course: Course) -> CodeError:
     return CodeError(f"{doing}: {text}{where}.{hint}")
 
 
+@contextlib.contextmanager
+def _no_bytecode():
+    """No bytecode for the student's files (nor the earlier katas' they import): no __pycache__ in their
+    folders, and never stale bytecode for a file saved twice within a second at the same size."""
+    before = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = before
+
+
 def load_kata_file(course: Course, kata: Kata, file: Path, needs: tuple[str, ...]) -> ModuleType:
     """Import `file` (the kata's exercise, or its solution) as a fresh module that has the callables `needs` names.
 
@@ -70,7 +84,8 @@ def load_kata_file(course: Course, kata: Kata, file: Path, needs: tuple[str, ...
     spec = importlib.util.spec_from_file_location(f"kata_{'own' if own else 'reference'}_{kata.module_name}", file)
     module = importlib.util.module_from_spec(spec)
     try:
-        spec.loader.exec_module(module)
+        with _no_bytecode():
+            spec.loader.exec_module(module)
     except FileNotFoundError:
         fix = f" (`kata reset {kata.id}` puts the stub back)" if own else ""
         raise CodeError(f"{file} does not exist{fix}") from None

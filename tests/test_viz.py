@@ -195,11 +195,13 @@ def test_a_fresh_student_gets_the_reference_pictures_labelled_as_such(course_roo
     assert (course.find("9.4").exercise_dir / "viz" / "attention.png").stat().st_size > 20_000
 
 
-def test_a_passed_kata_is_drawn_by_your_own_code(course_root, course):
+def test_a_passed_kata_is_drawn_by_your_own_code(course_root, course, monkeypatch):
     solve(course, "9.1", "9.3", "9.4")  # 9.4 runs on your own 9.3, which runs on your own 9.1
     record_pass(course_root, course, "9.4")
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)  # Python's default, as on a student's laptop
     result = viz("9.4", "--json", "--out", str(course_root / "pictures"))
     assert result.exit_code == 0
+    assert not list((course_root / "exercises").rglob("__pycache__")), "no bytecode in the student's folders"
     report = json.loads(result.output)
     assert report["schema"] == "kata.viz/1" and report["kata"] == "9.4"
     assert report["whose"] == "yours" and report["error"] is None and "passes" in report["why"]
