@@ -28,6 +28,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -182,8 +183,6 @@ def find_submissions(folder: Path, unpack_to: Path, students: Iterable[str] = ()
 
 def _unzip(student: str, archive: Path, target: Path) -> Submission:
     """Unpack the .py files of a student's zip (again each run: the zip may have been replaced)."""
-    import shutil
-
     shutil.rmtree(target, ignore_errors=True)
     try:
         with zipfile.ZipFile(archive) as zf:
