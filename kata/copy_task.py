@@ -261,7 +261,6 @@ def main(argv: list[str] | None = None) -> int:
     """`python -m kata.copy_task [--seeds 0 1 2] [--threads 1]`: the capstone's training with the reference
     solutions (katas 9.2 to 9.10), timed: what the 9.10 README reports. For course authors."""
     import argparse
-    import importlib.util
     import os
     import statistics
 
@@ -269,13 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the grading child uses cores // 2)")
     args = parser.parse_args(argv)
-    os.environ["KATA_EARLIER"] = "reference"  # before anything imports kata.earlier's pieces
     torch.set_num_threads(args.threads)
     from kata.course import load_course
+    from kata.student_code import load_reference
 
-    spec = importlib.util.spec_from_file_location("kata_copy_task_reference", load_course().find("9.10").solution)
-    ref = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ref)
+    course = load_course()
+    ref = load_reference(course, course.find("9.10"))
     rows = []
     for seed in args.seeds:
         cpu = time.process_time()

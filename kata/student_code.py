@@ -99,6 +99,15 @@ def load_kata_file(course: Course, kata: Kata, file: Path, needs: tuple[str, ...
     return module
 
 
+def load_reference(course: Course, kata: Kata, needs: tuple[str, ...] = ()) -> ModuleType:
+    """The kata's reference solution, built on the reference pieces of the katas before it (whatever
+    `kata.earlier` resolves to elsewhere in this process)."""
+    from kata import earlier
+
+    with earlier.resolving(earlier.REFERENCE):
+        return load_kata_file(course, kata, kata.solution, needs)
+
+
 def use_check_threads() -> None:
     """As many torch threads as `kata check` gives the grading process (half the cores), unless OMP_NUM_THREADS
     says otherwise: for the course's small models more threads mostly wait for each other, and timings

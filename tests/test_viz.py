@@ -19,7 +19,7 @@ from kata import progress as prog
 from kata.cli import main
 from kata.course import load_course
 from kata.stubs import strip_markers
-from kata.student_code import load_kata_file
+from kata.student_code import load_reference
 from kata.viz import PICTURES, data, draw, png, terminal
 from kata.viz.figure import Heatmap, Lines
 from kata.viz.katas import KATAS
@@ -49,9 +49,7 @@ def drawings(one_thread) -> dict[str, draw.Drawing]:
 def reference(kata_id: str):
     """The reference solution's module of a kata, on the reference pieces."""
     course = load_course(REPO)
-    kata = course.find(kata_id)
-    with earlier.resolving(earlier.REFERENCE):
-        return load_kata_file(course, kata, kata.solution, KATAS[kata_id].needs)
+    return load_reference(course, course.find(kata_id), KATAS[kata_id].needs)
 
 
 def solve(course, *kata_ids: str) -> None:
