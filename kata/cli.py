@@ -554,7 +554,66 @@ def _interrupt_on(*names: str) -> None:
             signal.signal(getattr(signal, name), interrupt)
 
 
-@main.command()
+class _GradeGroup(click.Group):
+    """`kata grade SUBMISSIONS ...` grades; `kata grade merge ...` merges shards: a first word that is not a
+    subcommand's name is the class folder."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or args[0] not in self.commands:
+            args = ["class", *args]
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name, command, rest = super().resolve_command(ctx, args)
+        return ("" if name == "class" else name), command, rest  # usage reads `kata grade SUBMISSIONS`
+
+
+def _export_options(function):
+    """--format and what the LMS exports need, shared by grading and merging."""
+    for option in reversed([
+        click.option("--format", "formats", multiple=True, type=click.Choice(["canvas"]),
+                     help="Also write an LMS gradebook: canvas (canvas.csv, Canvas's gradebook import)."),
+        click.option("--assignment", default=None, metavar="NAME",
+                     help="The LMS assignment the grades go to (\"Title (1234)\" for Canvas assignment 1234). "
+                          "Default: the course's title."),
+        click.option("--per-kata", is_flag=True, help="One LMS column per kata instead of one for their total."),
+        click.option("--roster", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None,
+                     help="A CSV of the LMS's students (a Canvas gradebook export will do) mapping folder names "
+                          "to LMS ids: see the README."),
+    ]):
+        function = option(function)
+    return function
+
+
+def _lms_exports(course: Course, state, out: Path, formats: tuple[str, ...], assignment: str | None, per_kata: bool,
+                 roster) -> None:
+    """Write the LMS gradebooks asked for beside the reports (listed in state.reports)."""
+    from kata import lms
+
+    if "canvas" in formats:
+        state.reports[lms.CANVAS_FILE] = lms.write_canvas(out, state, assignment=assignment or course.title,
+                                                          per_kata=per_kata, roster=roster)
+
+
+def _read_roster(formats: tuple[str, ...], roster: Path | None, students: list[str]):
+    """The roster's match of every student, checked before any grading (so a typo costs no hours)."""
+    from kata import grade as grading
+    from kata import lms
+
+    if roster is None or not formats:
+        return None
+    try:
+        return lms.match_roster(students, lms.read_roster(roster))
+    except grading.GradeError as exc:
+        raise UsageError(str(exc)) from None
+
+
+@main.group(cls=_GradeGroup, invoke_without_command=False)
+def grade() -> None:
+    """For instructors: grade a class (`kata grade SUBMISSIONS`), or merge shards (`kata grade merge`)."""
+
+
+@grade.command("class")
 @click.argument("submissions", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where the reports and the journal go. Default: SUBMISSIONS-grades beside SUBMISSIONS.")
@@ -565,14 +624,20 @@ def _interrupt_on(*names: str) -> None:
               help="Grading processes at once (default: the CPU count).")
 @click.option("--restart", is_flag=True,
               help="Grade everything again: the journal of earlier runs is renamed, not deleted.")
+@click.option("--shard", "shard_text", default=None, metavar="I/N",
+              help="Grade only part I of N (from 0) of the units, by a stable hash of (student, kata); "
+                   "`kata grade merge` puts the N output folders together.")
+@_export_options
 @json_option
-def grade(submissions: Path, out: Path | None, keys: tuple[str, ...], students: tuple[str, ...], jobs: int | None,
-          restart: bool, as_json: bool) -> None:
+def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], students: tuple[str, ...],
+                jobs: int | None, restart: bool, shard_text: str | None, formats: tuple[str, ...],
+                assignment: str | None, per_kata: bool, roster: Path | None, as_json: bool) -> None:
     """For instructors: grade every student's folder (or .zip) in SUBMISSIONS against the katas.
 
-    Writes grades.csv, katas.csv, checks.csv and grades.json. An interrupted run continues where it
-    stopped when run again. Exit code: 0 every unit graded, 1 some could not be (internal errors:
-    run again), 2 usage error, 130 interrupted.
+    Writes grades.csv, katas.csv, checks.csv and grades.json (and canvas.csv with --format canvas). An
+    interrupted run continues where it stopped when run again. `kata grade merge OUT SHARD_DIRS...`
+    merges the folders of `--shard` runs. Exit code: 0 every unit graded, 1 some could not be (internal
+    errors: run again), 2 usage error, 130 interrupted.
     """
     import os
 
@@ -584,11 +649,13 @@ def grade(submissions: Path, out: Path | None, keys: tuple[str, ...], students: 
     submissions = submissions.resolve()
     out = (out or submissions.with_name(submissions.name + "-grades")).resolve()
     try:
+        shard = grading.Shard.parse(shard_text) if shard_text else None
         found = grading.find_submissions(submissions, out / "unpacked", students)
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
     if not found:
         raise UsageError(f"no student folders or .zip files in {submissions}")
+    matched = _read_roster(formats, roster, [s.student for s in found])
     from kata import render
 
     console = _console(stderr=as_json)
@@ -596,14 +663,47 @@ def grade(submissions: Path, out: Path | None, keys: tuple[str, ...], students: 
     try:
         with render.GradeProgress(console) as bar:
             state = grading.grade_class(course, found, katas, out, jobs=jobs or os.cpu_count() or 2, restart=restart,
-                                        on_start=bar.start, on_result=bar.result)
+                                        on_start=bar.start, on_result=bar.result, shard=shard)
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
+    _lms_exports(course, state, out, formats, assignment, per_kata, matched)
     if as_json:
         emit("grade", {**grading.report_json(state), "out": str(out)})
     else:
         render.grade_summary(console, state, state.reports, out)
     sys.exit(runner.EXIT_INTERRUPTED if state.interrupted else 1 if state.internal_errors else 0)
+
+
+@grade.command("merge")
+@click.argument("out", type=click.Path(path_type=Path, file_okay=False))
+@click.argument("shard_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
+@_export_options
+@json_option
+def grade_merge(out: Path, shard_dirs: tuple[Path, ...], formats: tuple[str, ...], assignment: str | None,
+                per_kata: bool, roster: Path | None, as_json: bool) -> None:
+    """Put together the output folders of `kata grade --shard I/N` (all N of them) into OUT: the usual
+    reports, and one journal that `kata grade SUBMISSIONS --out OUT` goes on from.
+
+    Exit code: 0 every unit graded, 1 some were not (a shard interrupted, or internal errors: grade
+    that shard again and merge again), 2 the folders are not the N shards of one class.
+    """
+    from kata import grade as grading
+    from kata import render
+    from kata.shard import merge_shards
+
+    course = open_course()
+    out = out.resolve()
+    try:
+        state = merge_shards(course, out, [d.resolve() for d in shard_dirs])
+    except grading.GradeError as exc:
+        raise UsageError(str(exc)) from None
+    _lms_exports(course, state, out, formats, assignment, per_kata,
+                 _read_roster(formats, roster, [s.student for s in state.submissions]))
+    if as_json:
+        emit("grade", {**grading.report_json(state), "out": str(out)})
+    else:
+        render.grade_summary(_console(), state, state.reports, out)
+    sys.exit(0 if state.complete and not state.internal_errors else 1)
 
 
 @main.command()

@@ -60,6 +60,33 @@ class GradeError(Exception):
 
 
 @dataclass(frozen=True)
+class Shard:
+    """Part `index` of `count` (`--shard 3/8`, from 0 as Kubernetes' JOB_COMPLETION_INDEX): the units whose
+    (student, kata) hash to it. A stable hash, not list position, so a student added to the class or a
+    kata chosen moves no other unit to another shard."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        try:
+            index, count = (int(part) for part in text.split("/"))
+        except ValueError:
+            raise GradeError(f"--shard {text!r}: write it as I/N, e.g. 0/4 (the first of four)") from None
+        if not 0 <= index < count:
+            raise GradeError(f"--shard {text}: I must be from 0 to N-1")
+        return cls(index, count)
+
+    def holds(self, student: str, kata_id: str) -> bool:
+        digest = hashlib.sha256(f"{student}\0{kata_id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % self.count == self.index
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+@dataclass(frozen=True)
 class Submission:
     """One student's work: the entry in the class folder, and where its files are."""
 
@@ -267,14 +294,21 @@ class ClassGrades:
     interrupted: bool = False
     seconds: float = 0.0
     reports: dict[str, Path] = field(default_factory=dict)
+    shard: Shard | None = None  # this run graded only the units of this shard
+
+    @property
+    def units(self) -> list[tuple[str, str]]:
+        """The (student, kata) pairs this run is to grade: every one, or its shard's."""
+        return [(s.student, k.id) for s in self.submissions for k in self.katas
+                if self.shard is None or self.shard.holds(s.student, k.id)]
 
     @property
     def total_units(self) -> int:
-        return len(self.katas) * len(self.submissions)
+        return len(self.units)
 
     @property
     def complete(self) -> bool:
-        return all((s.student, k.id) in self.grades for s in self.submissions for k in self.katas)
+        return all(unit in self.grades for unit in self.units)
 
     @property
     def internal_errors(self) -> list[KataGrade]:
@@ -288,6 +322,17 @@ class ClassGrades:
         return sum(k.points for k in self.katas)
 
 
+def lock_output(out: Path) -> FileLock:
+    """Create `out` and take its lock (released by the caller): one `kata grade` writes a folder at a time."""
+    out.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(out / ".kata-grade.lock")
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise GradeError(f"another `kata grade` is writing to {out}: wait for it, or choose another --out") from None
+    return lock
+
+
 def _reusable(grade: KataGrade | None, sha: str | None, fingerprint: str) -> bool:
     return (grade is not None and grade.outcome != runner.INTERNAL_ERROR and grade.sha256 == sha
             and grade.graders == fingerprint)
@@ -295,18 +340,13 @@ def _reusable(grade: KataGrade | None, sha: str | None, fingerprint: str) -> boo
 
 def grade_class(course: Course, submissions: list[Submission], katas: list[Kata], out: Path, *, jobs: int = 1,
                 restart: bool = False, on_start: Callable[[int, int], None] | None = None,
-                on_result: Callable[[KataGrade, bool], None] | None = None) -> ClassGrades:
-    """Grade every kata of every submission, `jobs` units at a time, journaled in `out`.
+                on_result: Callable[[KataGrade, bool], None] | None = None, shard: Shard | None = None) -> ClassGrades:
+    """Grade every kata of every submission (or the units of `shard`), `jobs` units at a time, journaled in `out`.
 
     `on_start(to_grade, reused)` is called once the work is known and `on_result(grade, reused)` for each
     unit. Ctrl-C stops the run (the running children are ended): what was finished is kept, and the
     result says `interrupted`. The reports are written in every case."""
-    out.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(out / ".kata-grade.lock")
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise GradeError(f"another `kata grade` is writing to {out}: wait for it, or choose another --out") from None
+    lock = lock_output(out)
     try:
         started = time.perf_counter()
         journal = Journal(out / JOURNAL)
@@ -314,11 +354,13 @@ def grade_class(course: Course, submissions: list[Submission], katas: list[Kata]
             journal.set_aside()
         previous, unreadable = journal.load()
         fingerprints = {k.id: graders_fingerprint(k) for k in katas}
-        state = ClassGrades(katas, submissions, {}, unreadable_lines=unreadable)
+        state = ClassGrades(katas, submissions, {}, unreadable_lines=unreadable, shard=shard)
         todo: list[tuple[Kata, Submission]] = []
         for submission in submissions:
             files = submission.locate(course)
             for kata in katas:
+                if shard is not None and not shard.holds(submission.student, kata.id):
+                    continue
                 path = files.get(kata.id)
                 old = previous.get((submission.student, kata.id))
                 if _reusable(old, file_hash(path) if path else None, fingerprints[kata.id]):
@@ -428,6 +470,7 @@ def _number(value: float) -> float | int:
 def report_json(state: ClassGrades) -> dict:
     return {
         "schema": SCHEMA,
+        "shard": None if state.shard is None else str(state.shard),
         "complete": state.complete,
         "interrupted": state.interrupted,
         "katas": [{"id": k.id, "title": k.title, "points": k.points} for k in state.katas],

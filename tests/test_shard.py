@@ -1,0 +1,152 @@
+"""`kata grade --shard I/N` and `kata grade merge`: the N shards of a class, graded by the real executable,
+merge into exactly the grades of the unsharded run; the Canvas gradebook of both is the same."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from itertools import product
+from pathlib import Path
+
+import pytest
+
+from kata.grade import Shard
+from tests.conftest import copy_course
+from tests.test_cli import kata_exe
+from tests.test_grade import planted, reference, write
+
+SHARDS = 3
+
+
+def make_small_class(root: Path, folder: Path) -> None:
+    """Four students of katas 9.1 and 9.2: full marks, partial marks, broken, absent."""
+    write(folder / "alice" / "9.1-softmax.py", reference(root, "9.1"))
+    write(folder / "alice" / "9.2-layer-norm.py", reference(root, "9.2"))
+    write(folder / "bob" / "9.1-softmax.py", planted(root, "9.1", "no_max_subtraction"))
+    write(folder / "bob" / "9.2-layer-norm.py", planted(root, "9.2", "unbiased_variance"))
+    write(folder / "carol" / "9.1-softmax.py", "def softmax(x, dim=-1):\n    return x.exp( / 2\n")
+    write(folder / "dave" / "notes.txt", "nothing handed in")
+
+
+def kata(*args: str, env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([kata_exe(), *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def unit_results(report: dict) -> dict[tuple[str, str], dict]:
+    """Each unit's result as the reports give it, without when it was graded and how long it took."""
+    return {(s["student"], k["kata"]): {f: v for f, v in k.items() if f not in ("graded_at", "seconds")}
+            for s in report["students"] for k in s["katas"]}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    base = tmp_path_factory.mktemp("shard")
+    root = copy_course(base / "course")
+    folder = base / "class"
+    make_small_class(root, folder)
+    roster = base / "roster.csv"  # a Canvas gradebook export, as an instructor downloads it
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Old quiz (77)\n"
+                      "    Points Possible,,,,,5\n"
+                      "\"Liddell, Alice\",101,S-1,alice,Mon,4\n\"Builder, Bob\",102,S-2,bob,Tue,5\n"
+                      "\"Carroll, Carol\",103,S-3,carol,Mon,3\n\"Dee, Dave\",104,S-4,dave,Tue,\n")
+    env = {**os.environ, "KATA_COURSE": str(root), "KATA_PROGRESS": str(base / "p.json")}
+    canvas = ("--format", "canvas", "--roster", str(roster), "--assignment", "Katas (555)")
+    whole = kata("grade", str(folder), "--katas", "9.1,9.2", "--jobs", "2", "--out", str(base / "whole"), "--json",
+                 *canvas, env=env)
+    assert whole.returncode == 0, whole.stderr[-3000:]
+    shards = []
+    for index in range(SHARDS):
+        done = kata("grade", str(folder), "--katas", "9.1,9.2", "--jobs", "2", "--shard", f"{index}/{SHARDS}",
+                    "--out", str(base / f"shard-{index}"), "--json", env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        shards.append(json.loads(done.stdout))
+    merged = kata("grade", "merge", str(base / "merged"), *[str(base / f"shard-{i}") for i in range(SHARDS)],
+                  "--json", *canvas, env=env)
+    assert merged.returncode == 0, merged.stderr[-3000:]
+    return {"base": base, "folder": folder, "env": env, "whole": json.loads(whole.stdout), "shards": shards,
+            "merged": json.loads(merged.stdout)}
+
+
+def test_the_union_of_the_shards_is_the_unsharded_run(graded):
+    whole = unit_results(graded["whole"])
+    assert len(whole) == 8 and whole[("alice", "9.1")]["points"] == 10 and whole[("bob", "9.1")]["points"] == 7.5
+    assert whole[("carol", "9.1")]["outcome"] == "syntax-error" and whole[("dave", "9.2")]["outcome"] == "missing"
+    parts = [unit_results(report) for report in graded["shards"]]
+    assert all(parts), "every shard has units (8 units in 3 parts)"
+    assert sum(len(p) for p in parts) == 8, "no unit graded twice"
+    union = {key: value for part in parts for key, value in part.items()}
+    assert union == whole  # outcomes, points, messages and every check's status and points
+    merged = graded["merged"]
+    assert unit_results(merged) == whole and merged["complete"] and merged["shard"] is None
+    assert [s["total"] for s in merged["students"]] == [s["total"] for s in graded["whole"]["students"]]
+    for name in ("grades.csv", "katas.csv", "checks.csv"):
+        def rows(folder: str, name: str = name) -> list[list[str]]:
+            with open(graded["base"] / folder / name, newline="") as f:
+                return [row[:-1] if name == "katas.csv" else row for row in csv.reader(f)]  # katas.csv: seconds last
+        assert rows("merged") == rows("whole"), name
+
+
+def test_a_shard_reports_only_its_units_and_each_is_complete(graded):
+    for index, report in enumerate(graded["shards"]):
+        shard = Shard(index, SHARDS)
+        assert report["shard"] == f"{index}/{SHARDS}" and report["complete"]
+        assert set(unit_results(report)) == {(s, k) for s, k in product(["alice", "bob", "carol", "dave"],
+                                                                         ["9.1", "9.2"]) if shard.holds(s, k)}
+
+
+def test_the_merged_journal_is_one_to_go_on_from(graded):
+    done = kata("grade", str(graded["folder"]), "--katas", "9.1,9.2", "--out", str(graded["base"] / "merged"),
+                "--json", env=graded["env"])
+    report = json.loads(done.stdout)
+    assert done.returncode == 0 and (report["graded"], report["reused"]) == (0, 8)
+
+
+def test_the_canvas_gradebook_maps_students_through_the_roster(graded):
+    for folder in ("whole", "merged"):
+        with open(graded["base"] / folder / "canvas.csv", newline="") as f:
+            rows = list(csv.reader(f))
+        assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Katas (555)"]
+        assert rows[1] == ["Points Possible", "", "", "", "", "20"]
+        assert rows[2:] == [["Liddell, Alice", "101", "S-1", "alice", "Mon", "20"],
+                            ["Builder, Bob", "102", "S-2", "bob", "Tue", "10.5435"],  # 7.5 + 10 * 7/23
+                            ["Carroll, Carol", "103", "S-3", "carol", "Mon", "0"],
+                            ["Dee, Dave", "104", "S-4", "dave", "Tue", "0"]]
+
+
+def test_merge_refuses_what_is_not_the_n_shards_of_one_class(graded, tmp_path):
+    base, env = graded["base"], graded["env"]
+    missing = kata("grade", "merge", str(tmp_path / "m1"), str(base / "shard-0"), str(base / "shard-2"), env=env)
+    assert missing.returncode == 2 and "missing 1/3" in missing.stderr, missing.stderr
+    twice = kata("grade", "merge", str(tmp_path / "m2"), str(base / "shard-0"), str(base / "shard-1"),
+                 str(base / "shard-1"), env=env)
+    assert twice.returncode == 2 and "given twice: 1/3" in twice.stderr and "missing 2/3" in twice.stderr
+    unsharded = kata("grade", "merge", str(tmp_path / "m3"), str(base / "whole"), env=env)
+    assert unsharded.returncode == 2 and "not the report of a `kata grade --shard" in unsharded.stderr
+    assert not (tmp_path / "m1").exists() and not (tmp_path / "m3").exists(), "nothing written when refused"
+    bad = kata("grade", str(graded["folder"]), "--shard", "3/3", env=env)
+    assert bad.returncode == 2 and "I must be from 0 to N-1" in bad.stderr
+
+
+def test_shards_partition_the_units_stably():
+    students = [f"student-{i}" for i in range(200)]
+    units = list(product(students, ["9.1", "9.2", "9.3", "9.10"]))
+    for count in (1, 2, 5, 16):
+        owners = [[i for i in range(count) if Shard(i, count).holds(*unit)] for unit in units]
+        assert all(len(o) == 1 for o in owners), "each unit in exactly one shard"
+        sizes = [sum(o == [i] for o in owners) for i in range(count)]
+        assert min(sizes) > len(units) / count * 0.7, sizes  # about even
+    assert Shard.parse("2/7") == Shard(2, 7) and str(Shard(2, 7)) == "2/7"
+
+
+def test_every_machine_puts_a_unit_in_the_same_shard():
+    """Shards run in different processes on different machines: the hash must not be Python's per-process
+    salted one."""
+    code = ("from kata.grade import Shard; print([i for s in range(60) for i in range(7) "
+            "if Shard(i, 7).holds(f'student-{s}', '9.3')])")
+    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
+    here = str([i for s in range(60) for i in range(7) if Shard(i, 7).holds(f"student-{s}", "9.3")]) + "\n"
+    assert outputs == {here}
