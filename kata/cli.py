@@ -706,6 +706,112 @@ def grade_merge(out: Path, shard_dirs: tuple[Path, ...], formats: tuple[str, ...
     sys.exit(0 if state.complete and not state.internal_errors else 1)
 
 
+@main.group()
+def gradescope() -> None:
+    """For instructors: Gradescope autograders of the katas (see the README)."""
+
+
+@gradescope.command("build")
+@click.argument("out", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--katas", "keys", multiple=True, metavar="IDS",
+              help="The katas of the assignment (ids or slugs, comma-separated or repeated). Default: every kata.")
+def gradescope_build(out: Path, keys: tuple[str, ...]) -> None:
+    """Write OUT (a .zip) to upload as a Gradescope assignment's autograder: setup.sh, run_autograder and
+    the course; each submission is graded exactly as `kata grade` grades it."""
+    from kata import grade as grading
+    from kata import gradescope as gs
+    from kata.commands import select_katas
+
+    course = open_course()
+    katas = select_katas(course, keys)
+    try:
+        names = gs.build(course, katas, out.resolve())
+    except grading.GradeError as exc:
+        raise UsageError(str(exc)) from None
+    click.echo(f"wrote {out} ({len(names)} files): katas {', '.join(k.id for k in katas)}, "
+               f"{sum(k.points for k in katas):g} points")
+
+
+@gradescope.command("run")
+@click.option("--katas", "keys", multiple=True, metavar="IDS", help="The katas to grade.")
+@click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("/autograder"),
+              show_default=True, help="Gradescope's autograder folder (submission/ in, results/ out).")
+def gradescope_run(keys: tuple[str, ...], root: Path) -> None:
+    """What run_autograder runs on Gradescope: grade ROOT/submission, write ROOT/results/results.json."""
+    from kata import gradescope as gs
+    from kata.commands import select_katas
+
+    course = open_course()
+    results = gs.run(course, select_katas(course, keys), root)
+    click.echo(results["output"])
+
+
+@gradescope.command("selfcheck")
+@click.option("--katas", "keys", multiple=True, metavar="IDS", help="The katas to check.")
+def gradescope_selfcheck(keys: tuple[str, ...]) -> None:
+    """What setup.sh runs last: each kata's reference, graded here as a submission would be (in this
+    container's memory), must get full marks; exit code 1 naming those that do not."""
+    import tempfile
+
+    from kata import gradescope as gs
+    from kata.commands import select_katas
+
+    course = open_course()
+    katas = select_katas(course, keys)
+    with tempfile.TemporaryDirectory(prefix="kata-selfcheck-") as scratch:
+        problems = gs.selfcheck(course, katas, Path(scratch))
+    for problem in problems:
+        click.echo(problem, err=True)
+    if problems:
+        sys.exit(1)
+    click.echo(f"every reference gets full marks here: {', '.join(k.id for k in katas)}")
+
+
+@main.group()
+def classroom() -> None:
+    """For instructors: GitHub Classroom autograding of the katas (see the README)."""
+
+
+@classroom.command("workflow")
+@click.option("--katas", "keys", multiple=True, metavar="IDS",
+              help="The katas of the assignment (ids or slugs, comma-separated or repeated). Default: every kata.")
+@click.option("--repo", type=click.Path(path_type=Path, file_okay=False), default=Path("."), show_default=True,
+              help="The template repository to write .github/workflows/classroom.yml into.")
+@click.option("--course-repo", default=None, metavar="OWNER/NAME",
+              help="Grade with the graders of this repository (checked out at --course-ref) rather than the "
+                   "student's copy of them.")
+@click.option("--course-ref", default=None, metavar="REF", help="The commit, tag or branch of --course-repo.")
+def classroom_workflow(keys: tuple[str, ...], repo: Path, course_repo: str | None, course_ref: str | None) -> None:
+    """Write the GitHub Classroom workflow: a step per kata (each check with its points), then the reporter."""
+    from kata import classroom as gc
+    from kata.commands import select_katas
+
+    if course_ref and not course_repo:
+        raise UsageError("--course-ref needs --course-repo")
+    course = open_course()
+    katas = select_katas(course, keys)
+    path = gc.write_workflow(course, katas, repo, course_repo=course_repo, course_ref=course_ref)
+    click.echo(f"wrote {path}: {len(katas)} katas, {sum(k.points for k in katas):g} points")
+
+
+@classroom.command("grade")
+@click.argument("kata_id", metavar="KATA")
+@click.option("--submission", type=click.Path(path_type=Path, exists=True, file_okay=False), default=Path("."),
+              show_default=True, help="The student's repository.")
+def classroom_grade(kata_id: str, submission: Path) -> None:
+    """What each step of the Classroom workflow runs: grade KATA in the student's repository and print
+    `result=<base64 JSON>` for $GITHUB_OUTPUT (the points, check by check, on stderr)."""
+    from kata import classroom as gc
+
+    course = open_course()
+    kata = _kata(course, kata_id)
+    data, line = gc.grade_step(course, kata, submission.resolve())
+    for test in data["tests"]:
+        click.echo(f"{test['status']:>5}  {test['score']:.4g}  {test['name']}", err=True)
+    click.echo(f"{kata.id}: {sum(t['score'] for t in data['tests']):.4g} of {kata.points:g} points", err=True)
+    click.echo(line)
+
+
 @main.command()
 @click.option("--write", is_flag=True, help="Rewrite exercise.py files that differ (backing them up first).")
 def stubs(write: bool) -> None:

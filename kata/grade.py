@@ -141,6 +141,18 @@ class KataGrade:
     def key(self) -> tuple[str, str]:
         return self.student, self.kata
 
+    @property
+    def checks_ran(self) -> bool:
+        """Whether the kata's checks ran, each with its result, rather than the kata failing as a whole (no
+        file, a syntax error, a timeout, a crash)."""
+        return self.outcome in (runner.PASSED, runner.FAILED, runner.NOT_IMPLEMENTED) and bool(self.checks)
+
+    def reason(self) -> str:
+        """Why the kata failed as a whole, for the student: what happened, where, and the message."""
+        what = "no file for this kata" if self.outcome == MISSING else self.outcome
+        where = f" ({', '.join(self.where[:3])})" if self.where else ""
+        return f"{what}{where}: {self.message}"
+
 
 def graders_fingerprint(kata: Kata) -> str:
     """What a grade depends on besides the student's file: the kata's limits, points and forbidden list,

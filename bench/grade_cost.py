@@ -1,0 +1,84 @@
+"""What grading a class costs in CPU time: `kata grade --jobs 1` of a generated class (bench/classroom.py:
+each kata answered with the reference, the stub or a planted mistake), its CPU seconds (user + system, of
+`kata` and every grading child) per unit (one kata of one student), beside the floor no cold child avoids,
+`python -c "import torch"`, measured in the same run. Prints the CPU-hours of a class of --class-size
+students at the measured cost per unit.
+
+    python bench/grade_cost.py [--students 4] [--katas all] [--class-size 2000] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import classroom
+
+from kata.commands import select_katas
+from kata.course import load_course
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = os.path.dirname(sys.executable)
+
+
+def cpu_seconds(command: list[str], env: dict) -> tuple[float, float, str]:
+    """CPU seconds (user + system) of the command and its waited-for descendants, wall seconds, stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0,):
+        sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall, done.stdout
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=4)
+    parser.add_argument("--katas", default="all", help="comma-separated kata ids, or 'all'")
+    parser.add_argument("--class-size", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    course = load_course(REPO)
+    katas = select_katas(course, () if args.katas == "all" else (args.katas,))
+    plan = classroom.plan_class(course, katas, args.students, args.seed)
+    kata_exe = shutil.which("kata", path=BIN) or "kata"
+    with tempfile.TemporaryDirectory(prefix="kata-bench-cost-") as tmp:
+        tmp = Path(tmp)
+        env = {**os.environ, "KATA_COURSE": str(REPO), "KATA_PROGRESS": str(tmp / "progress.json")}
+        classroom.write_files(course, plan, tmp / "class")
+        floor = statistics.median(cpu_seconds([sys.executable, "-c", "import torch"], env)[0] for _ in range(3))
+        cpu, wall, stdout = cpu_seconds([kata_exe, "grade", str(tmp / "class"), "--katas",
+                                         ",".join(k.id for k in katas), "--jobs", "1", "--out", str(tmp / "out"),
+                                         "--json"], env)
+    report = json.loads(stdout)
+    units = args.students * len(katas)
+    per_unit = cpu / units
+    print(f"{args.students} students × {len(katas)} katas = {units} units, kata grade --jobs 1; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(f"CPU seconds: {cpu:.1f} in all, {per_unit:.2f} per unit (wall {wall:.1f} s); "
+          f"`python -c 'import torch'`: {floor:.2f} CPU s ({floor / per_unit:.0%} of a unit)")
+    seconds: dict[str, list[float]] = {}
+    for student in report["students"]:
+        for grade in student["katas"]:
+            seconds.setdefault(grade["kata"], []).append(grade["seconds"])
+    print("wall seconds per unit by kata (median): "
+          + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in seconds.items()))
+    class_units = args.class_size * len(katas)
+    print(f"a class of {args.class_size} students × {len(katas)} katas = {class_units} units: "
+          f"{per_unit * class_units / 3600:.1f} CPU-hours at {per_unit:.2f} CPU s per unit "
+          f"({floor * class_units / 3600:.1f} of them importing torch in each unit's fresh child)")
+
+
+if __name__ == "__main__":
+    main()

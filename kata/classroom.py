@@ -1,0 +1,142 @@
+"""GitHub Classroom autograding (`kata classroom workflow`): the `.github/workflows/classroom.yml` of the
+assignment's template repository, and what each of its steps runs (`kata classroom grade KATA`).
+
+GitHub Classroom's current convention (classroom-resources): one step per test, each leaving a base64
+JSON result in its `result` output, then `classroom-resources/autograding-grading-reporter`, which
+reads each step's result from the environment variable `<STEP ID>_RESULTS` (its `runners` input lists
+the step ids), adds up the tests' `score`s and the runners' `max_score`s, and reports the points to
+Classroom. The result is what `autograding-command-grader` emits:
+
+    {"version": 1, "status": "pass" | "fail" | "error", "max_score": 10,
+     "tests": [{"name", "status", "score", "message", "test_code", "filename", "line_no", "duration"}]}
+
+The command grader scores a step all or nothing (`max-score` when the command exits 0), so each kata's
+step here runs `kata classroom grade` instead, which grades the kata with `kata.grade.grade_kata` (the
+unit `kata grade` runs) and emits the same result with one test per check carrying that check's points:
+the reporter's total is then exactly the student's `kata grade` total.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+
+from kata import runner
+from kata.course import Course, Kata
+from kata.grade import Submission, grade_kata
+
+WORKFLOW = Path(".github") / "workflows" / "classroom.yml"
+PYTHON = "3.11"
+REPORTER = "classroom-resources/autograding-grading-reporter@v1"
+
+
+def step_id(kata: Kata) -> str:
+    """A step id GitHub accepts (letters, digits, - and _) whose upper-cased form names the reporter's
+    environment variable: kata-9-10 -> KATA-9-10_RESULTS."""
+    return "kata-" + re.sub(r"[^A-Za-z0-9_-]", "-", kata.id)
+
+
+def result(kata: Kata, grade) -> dict:
+    """The command grader's result for one graded kata: a test per check, or one for the kata when no
+    check could run (no file, a syntax error, a timeout, a crash)."""
+    milliseconds = round(grade.seconds * 1000)
+    if grade.checks_ran:  # the grading child does not time checks one by one: the kata's time is in its first test
+        tests = [{"name": f"{kata.id} {c['title']}", "status": "pass" if c["status"] == "passed" else "fail",
+                  "score": c["points"], "message": c["message"], "test_code": "", "filename": grade.file or "",
+                  "line_no": 0, "duration": milliseconds if i == 0 else 0} for i, c in enumerate(grade.checks)]
+    else:
+        tests = [{"name": f"{kata.id} {kata.title}", "status": "error" if grade.outcome == runner.INTERNAL_ERROR
+                  else "fail", "score": grade.points, "message": grade.reason(),
+                  "test_code": "", "filename": grade.file or "", "line_no": 0, "duration": milliseconds}]
+    status = "pass" if grade.outcome == runner.PASSED else "error" if grade.outcome == runner.INTERNAL_ERROR else "fail"
+    return {"version": 1, "status": status, "max_score": kata.points, "tests": tests}
+
+
+def grade_step(course: Course, kata: Kata, folder: Path) -> tuple[dict, str]:
+    """Grade the kata in the student's repository `folder`; the result and its `result=<base64>` output line."""
+    grade = grade_kata(course, kata, Submission(folder.name, folder, folder))
+    data = result(kata, grade)
+    return data, "result=" + base64.b64encode(json.dumps(data).encode()).decode()
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text)  # a JSON string is a YAML double-quoted scalar
+
+
+def workflow(course: Course, katas: list[Kata], *, course_repo: str | None = None,
+             course_ref: str | None = None) -> str:
+    """The workflow's YAML text. With `course_repo`, the course (graders, references) is checked out from
+    that repository (at `course_ref`) rather than used from the student's own copy, which the student
+    can edit."""
+    ids = [step_id(k) for k in katas]
+    minutes = max(5, int(sum(k.time_budget_s for k in katas) * 2 / 60) + 10)  # every budget twice, and setup
+    course_path = "${{ github.workspace }}" + ("/.kata-course" if course_repo else "")
+    lines = [
+        f"# GitHub Classroom autograding of {course.title}: {', '.join(k.id for k in katas)}.",
+        "# Written by `kata classroom workflow`; each kata's step grades it exactly as `kata grade` does and",
+        "# gives each check its points; the reporter adds them up for Classroom.",
+        "name: Autograding Tests",
+        '"on":',
+        "  - push",
+        "  - repository_dispatch",
+        "permissions:",
+        "  checks: write",
+        "  actions: read",
+        "  contents: read",
+        "jobs:",
+        "  run-autograding-tests:",
+        "    runs-on: ubuntu-latest",
+        "    if: github.actor != 'github-classroom[bot]'",
+        f"    timeout-minutes: {minutes}",
+        "    env:",
+        f"      KATA_COURSE: {_quoted(course_path)}",
+        "      KATA_PROGRESS: /tmp/kata-progress.json",
+        "    steps:",
+        "      - name: Checkout code",
+        "        uses: actions/checkout@v4",
+    ]
+    if course_repo:
+        lines += [
+            "      - name: Checkout the course (graders and references the student cannot change)",
+            "        uses: actions/checkout@v4",
+            "        with:",
+            f"          repository: {_quoted(course_repo)}",
+            *([f"          ref: {_quoted(course_ref)}"] if course_ref else []),
+            "          path: .kata-course",
+            "          token: ${{ secrets.KATA_COURSE_TOKEN || github.token }}",
+        ]
+    lines += [
+        "      - name: Set up Python",
+        "        uses: actions/setup-python@v5",
+        "        with:",
+        f"          python-version: {_quoted(PYTHON)}",
+        "      - name: Install the course (the CPU build of torch, as constraints.txt pins it)",
+        '        run: python -m pip install --extra-index-url https://download.pytorch.org/whl/cpu '
+        '-c "$KATA_COURSE/constraints.txt" -e "$KATA_COURSE"',
+    ]
+    for kata, ident in zip(katas, ids, strict=True):
+        lines += [
+            f"      - name: {_quoted(f'{kata.id} {kata.title} ({kata.points:g} points)')}",
+            f"        id: {ident}",
+            f"        timeout-minutes: {max(2, int(kata.time_budget_s * 2 / 60) + 1)}",
+            f'        run: kata classroom grade {kata.id} >> "$GITHUB_OUTPUT"',
+        ]
+    lines += [
+        "      - name: Autograding Reporter",
+        f"        uses: {REPORTER}",
+        "        if: always()",
+        "        env:",
+        *[f"          {ident.upper()}_RESULTS: \"${{{{ steps.{ident}.outputs.result }}}}\"" for ident in ids],
+        "        with:",
+        f"          runners: {','.join(ids)}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_workflow(course: Course, katas: list[Kata], repository: Path, **options) -> Path:
+    path = repository / WORKFLOW
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(workflow(course, katas, **options), encoding="utf-8")
+    return path

@@ -1,0 +1,205 @@
+"""Gradescope autograders (`kata gradescope build`): a zip Gradescope builds its grading image from, and
+what that image runs for each submission (`kata gradescope run`).
+
+The zip holds, at its root (Gradescope's "Autograder Specifications"):
+
+    setup.sh          run once when Gradescope builds the image: Python 3.11+, the CPU build of torch
+                      pinned by constraints.txt, and the course, installed into /autograder/venv
+    run_autograder    run for each submission: grades /autograder/submission and writes
+                      /autograder/results/results.json
+    the course        course.toml, kata/, exercises/, solutions/, graders/ (Gradescope keeps the
+                      autograder's files from students)
+
+Each kata is graded by `kata.grade.grade_kata`, the unit `kata grade` runs, so a submission gets on
+Gradescope exactly the points it gets from `kata grade`. results.json has one test per check (its
+points, what it is worth, its feedback message; never grader source), or one test for the kata when no
+check could run (no file, a syntax error, a timeout, a crash: the reason), so the tests' scores add up
+to the kata's points.
+
+Memory: a Gradescope container has 768 MB unless the assignment's settings give it more, and a
+grading child that outgrows it would be killed with the whole autograder (no results at all). So each
+kata's memory limit is lowered to what the container leaves (its cgroup limit less RESERVE_MB for the
+`kata` process), and a submission that needs more gets the kata's "used more than ... of memory"
+message; the README gives each kata's measured need.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import stat
+import time
+import zipfile
+from dataclasses import replace
+from pathlib import Path
+
+from kata.course import Course, Kata
+from kata.grade import GradeError, Submission, grade_kata
+from kata.stubs import strip_markers
+
+RESERVE_MB = 200  # the container's memory kept for the `kata` process itself (it does not import torch)
+ROOT_ENV = "KATA_AUTOGRADER_ROOT"  # where /autograder is (a test runs a temporary tree)
+MEMORY_ENV = "KATA_CONTAINER_MEMORY_MB"  # the container's memory, when its cgroup cannot be read
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the clone `kata` runs from: what pip installs
+PACKAGE_FILES = ("pyproject.toml", "constraints.txt", "README.md")
+COURSE_DIRS = ("exercises", "solutions", "graders")
+SKIPPED = {"__pycache__", ".pytest_cache", ".kata-backups", ".ipynb_checkpoints"}
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, when it builds the autograder image (with network; grading needs none).
+set -euo pipefail
+cd /autograder/source
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+if python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+    apt-get install -y --no-install-recommends python3-venv python3-pip
+    PYTHON=python3
+else  # Ubuntu 22.04 images: Python 3.10 is too old for the course
+    apt-get install -y --no-install-recommends python3.11 python3.11-venv
+    PYTHON=python3.11
+fi
+"$PYTHON" -m venv /autograder/venv
+# The CPU build of the torch release constraints.txt pins (no CUDA libraries: smaller, faster to start).
+/autograder/venv/bin/pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu \\
+    --extra-index-url https://pypi.org/simple -c constraints.txt .
+/autograder/venv/bin/python -m compileall -q /autograder/source/kata
+# Every kata's reference must get full marks in this container, or the image is not built: an autograder
+# that would fail correct work never goes live (the message says which kata, and what to raise).
+KATA_COURSE=/autograder/source KATA_PROGRESS=/tmp/kata-progress.json \
+    /autograder/venv/bin/kata gradescope selfcheck --katas {katas}
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for each submission: /autograder/submission in, /autograder/results/results.json out.
+set -euo pipefail
+ROOT="${{{root_env}:-/autograder}}"
+export KATA_COURSE="${{KATA_COURSE:-$ROOT/source}}"
+export KATA_PROGRESS="${{KATA_PROGRESS:-/tmp/kata-progress.json}}"
+cd "$ROOT"
+exec "${{KATA_AUTOGRADER_BIN:-/autograder/venv/bin}}/kata" gradescope run --katas {katas} --root "$ROOT"
+"""
+
+
+def _files(root: Path, folder: str):
+    for path in sorted((root / folder).rglob("*")):
+        if path.is_file() and not SKIPPED & set(path.relative_to(root).parts) and path.suffix != ".pyc":
+            yield path
+
+
+def build(course: Course, katas: list[Kata], out: Path) -> list[str]:
+    """Write the autograder zip of `katas` to `out`; the names it holds."""
+    members: list[tuple[str, bytes, int]] = [
+        ("setup.sh", SETUP_SH.format(katas=",".join(k.id for k in katas)).encode(), 0o755),
+        ("run_autograder", RUN_AUTOGRADER.format(root_env=ROOT_ENV, katas=",".join(k.id for k in katas)).encode(),
+         0o755),
+    ]
+    missing = [name for name in PACKAGE_FILES if not (PACKAGE_ROOT / name).is_file()]
+    if missing:
+        raise GradeError(f"{', '.join(missing)} not found in {PACKAGE_ROOT}: build the autograder from a clone "
+                         "of the course (pip install -e .)")
+    members += [(name, (PACKAGE_ROOT / name).read_bytes(), 0o644) for name in PACKAGE_FILES]
+    members += [(p.relative_to(PACKAGE_ROOT).as_posix(), p.read_bytes(), 0o644) for p in _files(PACKAGE_ROOT, "kata")]
+    members.append(("course.toml", (course.root / "course.toml").read_bytes(), 0o644))
+    for folder in COURSE_DIRS:
+        members += [(p.relative_to(course.root).as_posix(), p.read_bytes(), 0o644) for p in _files(course.root, folder)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data, mode in members:
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    tmp.replace(out)
+    return [name for name, _, _ in members]
+
+
+def container_memory_mb() -> int | None:
+    """The container's memory limit (cgroup v2, then v1), or $KATA_CONTAINER_MEMORY_MB; None if unlimited."""
+    if os.environ.get(MEMORY_ENV):
+        return int(os.environ[MEMORY_ENV])
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 50:  # v1 writes a huge number for "no limit"
+            return int(text) // (1024 * 1024)
+        return None
+    return None
+
+
+def fitted(kata: Kata, container_mb: int | None) -> Kata:
+    """The kata with its memory limit lowered to what the container leaves, if that is less."""
+    if container_mb is None or kata.memory_mb <= container_mb - RESERVE_MB:
+        return kata
+    return replace(kata, memory_mb=max(64, container_mb - RESERVE_MB))
+
+
+def _tests(kata: Kata, grade) -> list[dict]:
+    """Gradescope tests of one graded kata: one per check, or one for the kata when no check ran."""
+    if grade.checks_ran:
+        return [{"name": f"{kata.id} {kata.title}: {c['title']}", "number": f"{kata.id}.{i}",
+                 "score": c["points"], "max_score": c["worth"],
+                 "status": "passed" if c["status"] == "passed" else "failed",
+                 "output": c["message"] or ("passed" if c["status"] == "passed" else c["status"]),
+                 "visibility": "visible", "tags": [kata.id]}
+                for i, c in enumerate(grade.checks, start=1)]
+    return [{"name": f"{kata.id} {kata.title}", "number": kata.id, "score": grade.points,
+             "max_score": kata.points, "status": "failed", "output": grade.reason(), "visibility": "visible",
+             "tags": [kata.id]}]
+
+
+def run(course: Course, katas: list[Kata], root: Path) -> dict:
+    """Grade root/submission against `katas` and write root/results/results.json; the results."""
+    started = time.perf_counter()
+    folder = root / "submission"
+    submission = Submission("submission", folder, folder if folder.is_dir() else None,
+                            "" if folder.is_dir() else f"no submission folder at {folder}")
+    memory = container_memory_mb()
+    tests, score, lines = [], 0.0, []
+    for kata in katas:
+        limited = fitted(kata, memory)
+        try:
+            grade = grade_kata(course, limited, submission)
+        except Exception as exc:  # the grading's own failure: say so rather than give a silent 0
+            raise SystemExit(f"kata {kata.id} could not be graded: {type(exc).__name__}: {exc}") from exc
+        tests += _tests(kata, grade)
+        score += grade.points
+        lines.append(f"{kata.id} {kata.title}: {grade.points:.4g} / {kata.points:g} ({grade.outcome})")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+    results = {
+        "score": round(score, 4),
+        "execution_time": round(time.perf_counter() - started),
+        "output": "\n".join(lines),
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "extra_data": {"katas": [k.id for k in katas], "container_memory_mb": memory,
+                       "peak_child_memory_mb": peak},
+    }
+    out = root / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return results
+
+
+def selfcheck(course: Course, katas: list[Kata], scratch: Path) -> list[str]:
+    """Each kata whose reference solution loses points when graded here as a submission is, under the
+    limits this container leaves (run by setup.sh: an autograder that would fail correct work is refused)."""
+    memory = container_memory_mb()
+    folder = scratch / "references"
+    folder.mkdir(parents=True, exist_ok=True)
+    problems = []
+    for kata in katas:
+        (folder / f"{kata.dirname}.py").write_text(strip_markers(kata.solution.read_text(encoding="utf-8")),
+                                                   encoding="utf-8")
+        limited = fitted(kata, memory)
+        grade = grade_kata(course, limited, Submission("reference", folder, folder))
+        if grade.points != kata.points:
+            hint = (f" The container has {memory} MB, which leaves {limited.memory_mb} MB to a grading child: raise "
+                    "the autograder's memory in the assignment's Gradescope settings." if limited is not kata else "")
+            problems.append(f"kata {kata.id}: its reference solution gets {grade.points:g} of {kata.points:g} points "
+                            f"({grade.outcome}: {' '.join(grade.message.split())[:300]}).{hint}")
+    return problems
