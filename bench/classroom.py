@@ -9,11 +9,18 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from kata.commands import select_katas
 from kata.course import Course, Kata
 from kata.stubs import strip_markers
 from kata.verify import with_mistake
 
 KINDS = (("reference", 0.5), ("mistake", 0.3), ("stub", 0.2))
+
+
+def planned_class(course: Course, katas: str, n_students: int, seed: int = 0) -> tuple[list[Kata], dict]:
+    """The katas named on a benchmark's command line (comma-separated ids, or "all") and a class for them."""
+    chosen = select_katas(course, () if katas == "all" else (katas,))
+    return chosen, plan_class(course, chosen, n_students, seed)
 
 
 def plan_class(course: Course, katas: list[Kata], n_students: int, seed: int = 0) -> dict[str, dict[str, str]]:

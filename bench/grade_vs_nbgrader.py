@@ -27,7 +27,6 @@ from pathlib import Path
 
 import classroom
 
-from kata.commands import select_katas
 from kata.course import load_course
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,8 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     course = load_course(REPO)
-    katas = select_katas(course, () if args.katas == "all" else (args.katas,))
-    plan = classroom.plan_class(course, katas, args.students, args.seed)
+    katas, plan = classroom.planned_class(course, args.katas, args.students, args.seed)
     kata_exe = shutil.which("kata", path=BIN) or "kata"
     ids = ",".join(k.id for k in katas)
     with tempfile.TemporaryDirectory(prefix="kata-bench-grade-") as tmp:

@@ -4,8 +4,9 @@
 2. bench/verify_course.py      `kata verify` of the whole course against one `kata check` of each kata
 3. bench/capstone.py           the 9.10 capstone: time to 0.95 accuracy, reference against torch's layers
 4. bench/grade_vs_nbgrader.py  `kata grade --jobs 1/2` against `nbgrader autograde`, 20 students
+5. bench/grade_cost.py         CPU seconds per unit of `kata grade` against `import torch`; a class's CPU-hours
 
-    python bench/run_all.py          (764 s on a 2-core machine, 2026-11-24)
+    python bench/run_all.py          (764 s on a 2-core machine for 1-4, 2026-11-24)
 
 Each script takes its own options when run alone (`--help`).
 """
@@ -16,11 +17,13 @@ import time
 
 import capstone
 import check_latency
+import grade_cost
 import grade_vs_nbgrader
 import verify_course
 
 BENCHMARKS = (("kata check latency", check_latency), ("kata verify, whole course", verify_course),
-              ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader))
+              ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader),
+              ("what a class costs", grade_cost))
 
 
 def main() -> None:

@@ -568,6 +568,18 @@ class _GradeGroup(click.Group):
         return ("" if name == "class" else name), command, rest  # usage reads `kata grade SUBMISSIONS`
 
 
+class _GradeClassContext(click.Context):
+    @property
+    def command_path(self) -> str:
+        return super().command_path.rstrip()  # `kata grade`, not `kata grade ` (the subcommand has no name)
+
+
+class _GradeClassCommand(click.Command):
+    """`kata grade`'s own command: its usage and help name no subcommand."""
+
+    context_class = _GradeClassContext
+
+
 def _export_options(function):
     """--format and what the LMS exports need, shared by grading and merging."""
     for option in reversed([
@@ -613,7 +625,7 @@ def grade() -> None:
     """For instructors: grade a class (`kata grade SUBMISSIONS`), or merge shards (`kata grade merge`)."""
 
 
-@grade.command("class")
+@grade.command("class", cls=_GradeClassCommand)
 @click.argument("submissions", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Where the reports and the journal go. Default: SUBMISSIONS-grades beside SUBMISSIONS.")

@@ -150,3 +150,11 @@ def test_every_machine_puts_a_unit_in_the_same_shard():
                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("1", "2")}
     here = str([i for s in range(60) for i in range(7) if Shard(i, 7).holds(f"student-{s}", "9.3")]) + "\n"
     assert outputs == {here}
+
+
+def test_kata_grade_reads_as_one_command_with_merge_beside_it():
+    bare = subprocess.run([kata_exe(), "grade"], capture_output=True, text=True, timeout=60)
+    assert bare.returncode == 2
+    assert "Usage: kata grade [OPTIONS] SUBMISSIONS" in bare.stderr and "Try 'kata grade --help'" in bare.stderr
+    merge = subprocess.run([kata_exe(), "grade", "merge", "--help"], capture_output=True, text=True, timeout=60)
+    assert merge.returncode == 0 and "Usage: kata grade merge [OPTIONS] OUT SHARD_DIRS..." in merge.stdout
