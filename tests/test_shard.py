@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from itertools import product
@@ -126,6 +127,16 @@ def test_merge_refuses_what_is_not_the_n_shards_of_one_class(graded, tmp_path):
     unsharded = kata("grade", "merge", str(tmp_path / "m3"), str(base / "whole"), env=env)
     assert unsharded.returncode == 2 and "not the report of a `kata grade --shard" in unsharded.stderr
     assert not (tmp_path / "m1").exists() and not (tmp_path / "m3").exists(), "nothing written when refused"
+    for change, message in ((lambda r: r["students"].pop(), "graded other students than"),
+                            (lambda r: r["katas"].pop(), "graded other katas than")):
+        other = tmp_path / f"other-{message.split()[2]}"
+        shutil.copytree(base / "shard-2", other)
+        report = json.loads((other / "grades.json").read_text())
+        change(report)
+        (other / "grades.json").write_text(json.dumps(report))
+        refused = kata("grade", "merge", str(tmp_path / "m4"), str(base / "shard-0"), str(base / "shard-1"), str(other),
+                       env=env)
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
     bad = kata("grade", str(graded["folder"]), "--shard", "3/3", env=env)
     assert bad.returncode == 2 and "I must be from 0 to N-1" in bad.stderr
 
