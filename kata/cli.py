@@ -140,7 +140,7 @@ def check(kata_id: str | None, device: str, file: Path | None, debug: bool, as_j
         from kata import render
 
         console = _console()
-        render.check_result(console, course, kata, result, unmet)
+        render.check_result(console, course, kata, result, unmet, progress.get(kata.id).hints_used)
         if debug:
             render.debug_log(console, result)
     sys.exit(result.exit_code)
