@@ -19,13 +19,12 @@ import re
 from functools import cache
 
 from pylatexenc import latexwalker
-from pylatexenc.latex2text import (EnvironmentTextSpec, LatexNodes2Text, MacroTextSpec,
-                                   get_default_latex_context_db)
+from pylatexenc.latex2text import EnvironmentTextSpec, LatexNodes2Text, MacroTextSpec, get_default_latex_context_db
 
 _FENCE = re.compile(r"^(```|~~~)")
 # Inline code spans first (their $ are code), then display math, then inline math ($ not escaped).
-_SPANS = re.compile(r"(?P<code>`+[^`]*?`+)|\$\$(?P<display>.+?)\$\$|(?<![\\$])\$(?P<inline>(?:[^$\n]|\n(?!\n))+?)(?<!\\)\$",
-                    re.DOTALL)
+_SPANS = re.compile(r"(?P<code>`+[^`]*?`+)|\$\$(?P<display>.+?)\$\$"
+                    r"|(?<![\\$])\$(?P<inline>(?:[^$\n]|\n(?!\n))+?)(?<!\\)\$", re.DOTALL)  # inline: one paragraph
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]<>#|~])")
 _OPERATORS = set("+-−=<>≤≥≈≠·×/,∈←→ ")
 _SPACED = set("=<>≤≥≈≠·×∈←→±")  # relations and binary operators: a space on each side
