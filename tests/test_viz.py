@@ -192,7 +192,7 @@ def test_the_offset_picture_reads_positions_of_the_table_drawn(drawings):
     n_positions = table.values.shape[0]
     for series in offsets.series:
         p = int(series.label.removeprefix("p = "))
-        assert 0 <= p + series.x.min() and p + series.x.max() < n_positions, series.label
+        assert p + series.x.min() >= 0 and p + series.x.max() < n_positions, series.label
     assert figure.title.endswith(f"sinusoidal_positional_encoding({n_positions}, 128)")
 
 

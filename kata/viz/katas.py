@@ -204,8 +204,9 @@ def _curves(copy: data.CopyRun) -> Figure:
     return Figure(
         "training", f"Training the copy task: train_step, make_optimizer, make_scheduler (seed {data.SEED}, "
                     f"{run.steps} steps, as kata train-demo)",
-        f"The run `kata train-demo --seed {data.SEED}` makes, step for step. The label-smoothed loss falls towards its "
-        f"floor, {floor:.2f} (the entropy of the smoothed target: it never reaches 0). Greedy whole-sequence accuracy on {task.n_validation} validation sequences, drawn every "
+        f"The run `kata train-demo --seed {data.SEED}` makes, step for step. The label-smoothed loss falls towards "
+        f"its floor, {floor:.2f} (the entropy of the smoothed target: it never reaches 0). Greedy whole-sequence "
+        f"accuracy on {task.n_validation} validation sequences, drawn every "
         f"{data.WATCH_EVERY} steps; the run itself looks at it from step {task.first_eval} on, every "
         f"{task.eval_every} steps (the large dots), and stops once it reaches {task.stop_accuracy}. Held-out "
         f"accuracy: {run.accuracy:.3f} after {run.steps} steps (the capstone asks for {task.target_accuracy}). "
