@@ -4,8 +4,10 @@
 2. bench/verify_course.py      `kata verify` of the whole course against one `kata check` of each kata
 3. bench/capstone.py           the 9.10 capstone: time to 0.95 accuracy, reference against torch's layers
 4. bench/grade_vs_nbgrader.py  `kata grade --jobs 1/2` against `nbgrader autograde`, 20 students
+5. bench/capstone_tasks.py     the capstone tasks side by side (copy, the baseline; reverse), with and
+                               without a planted padding-mask mistake
 
-    python bench/run_all.py          (764 s on a 2-core machine, 2026-11-24)
+    python bench/run_all.py          (764 s on a 2-core machine, 2026-11-24, before capstone_tasks.py)
 
 Each script takes its own options when run alone (`--help`).
 """
@@ -15,12 +17,14 @@ from __future__ import annotations
 import time
 
 import capstone
+import capstone_tasks
 import check_latency
 import grade_vs_nbgrader
 import verify_course
 
 BENCHMARKS = (("kata check latency", check_latency), ("kata verify, whole course", verify_course),
-              ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader))
+              ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader),
+              ("the capstone tasks: copy and reverse", capstone_tasks))
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
-"""The capstone tasks of kata 9.10: data, model size and training recipe, shared by its grader, `kata
-train-demo`, `kata viz 9.10` and bench/. TASKS, at the end, is the one list of them.
+"""The capstone tasks of kata 9.10 (kata.capstone lists them, with their recipes): data and training,
+shared by its grader, `kata train-demo`, `kata viz 9.10` and bench/.
 
 The copy task (the capstone's check): the source is a random sequence of symbols, the target is the same
 sequence between bos and eos:
@@ -38,64 +38,15 @@ from dataclasses import dataclass, field
 
 import torch
 
+from kata.capstone import N_SPECIAL, TASK, TASKS, CopyTask
+
 PAD_ID = 0
 BOS_ID = 1
 EOS_ID = 2
-N_SPECIAL = 3  # pad, bos, eos; the symbols are 3, 4, ..., vocab_size - 1
 HELDOUT_SEED_OFFSET = 1_000_003  # the held-out set's generator seed is seed + this: another stream
 VALIDATION_SEED_OFFSET = 2_000_029  # and the validation set's
 
 
-@dataclass(frozen=True)
-class CopyTask:
-    """A capstone task's data, model and training recipe (tuned to learn in seconds on one CPU thread)."""
-
-    name: str = "copy"
-    about: str = "copy the source"  # what the model learns, for reports
-    reverse: bool = False  # the target is the source backwards
-    eval_padding: int = 0  # pad columns added to the validation and held-out sources (never to training's)
-    # Data: sequences of min_len..max_len symbols drawn uniformly from n_symbols.
-    n_symbols: int = 10
-    min_len: int = 3
-    max_len: int = 8
-    # The model: a small post-norm Transformer (kata 9.9), one encoder and one decoder block.
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 1
-    d_ff: int = 128
-    dropout: float = 0.0
-    # Training: Adam with the Noam schedule and the label-smoothed loss, as in the paper.
-    batch_size: int = 128
-    steps: int = 300  # at most: training stops early once the validation accuracy reaches stop_accuracy
-    warmup_steps: int = 50
-    factor: float = 0.5
-    smoothing: float = 0.1
-    max_grad_norm: float | None = 1.0
-    # Early stopping: greedy accuracy on validation sequences every eval_every steps from first_eval on;
-    # stop at stop_accuracy, else keep the weights of the best evaluation.
-    first_eval: int = 100
-    eval_every: int = 25
-    n_validation: int = 200
-    stop_accuracy: float = 0.99
-    # The test: greedy whole-sequence accuracy on held-out sequences (never used to decide anything).
-    n_heldout: int = 200
-    target_accuracy: float = 0.95
-
-    @property
-    def vocab_size(self) -> int:
-        return N_SPECIAL + self.n_symbols
-
-    @property
-    def decode_len(self) -> int:
-        """The longest target, bos and eos included: greedy decoding's max_len."""
-        return self.max_len + 2
-
-    def model_kwargs(self) -> dict:
-        return {"d_model": self.d_model, "n_heads": self.n_heads, "n_layers": self.n_layers, "d_ff": self.d_ff,
-                "dropout": self.dropout, "max_len": 64}
-
-
-TASK = CopyTask()  # the copy task: the capstone's check and the default of train-demo and viz
 
 
 def make_batch(task: CopyTask, n: int, generator: torch.Generator,
@@ -288,13 +239,14 @@ def smoothed_loss_floor(task: CopyTask) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m kata.copy_task [--seeds 0 1 2] [--threads 1]`: the capstone's training with the reference
-    solutions (katas 9.2 to 9.10), timed: what the 9.10 README reports. For course authors."""
+    """`python -m kata.copy_task [--task copy] [--seeds 0 1 2] [--threads 1]`: a capstone task's training with the
+    reference solutions (katas 9.2 to 9.10), timed: what the 9.10 README reports. For course authors."""
     import argparse
     import os
     import statistics
 
     parser = argparse.ArgumentParser(prog="python -m kata.copy_task", description=main.__doc__)
+    parser.add_argument("--task", choices=list(TASKS), default=TASK.name)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the grading child uses cores // 2)")
     args = parser.parse_args(argv)
@@ -307,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for seed in args.seeds:
         cpu = time.process_time()
-        run = train_copy_task(TASK, Transformer=ref.Transformer, padding_mask=ref.padding_mask,
+        run = train_copy_task(TASKS[args.task], Transformer=ref.Transformer, padding_mask=ref.padding_mask,
                               make_optimizer=ref.make_optimizer, make_scheduler=ref.make_scheduler,
                               train_step=ref.train_step, greedy_decode=ref.greedy_decode, seed=seed)
         cpu = time.process_time() - cpu
@@ -316,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{run.accuracy:.3f} (tokens {run.token_accuracy:.4f}), validation {run.validation}", flush=True)
     print(f"median of {len(rows)}: {statistics.median(r[0] for r in rows):.1f} s wall, "
           f"{statistics.median(r[1] for r in rows):.1f} s CPU, accuracy {statistics.median(r[2] for r in rows):.3f} "
-          f"(torch {torch.__version__}, {args.threads} thread(s), load average {os.getloadavg()[0]:.1f})")
+          f"(task {args.task}, torch {torch.__version__}, {args.threads} thread(s), load average "
+          f"{os.getloadavg()[0]:.1f})")
     return 0
 
 
