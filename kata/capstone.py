@@ -65,7 +65,7 @@ TASK = CopyTask()  # the copy task: the capstone's check and the default of trai
 # The reversal task: the target is the source backwards, so output t comes from source position
 # length - 1 - t; its evaluations carry 4 more pad columns than training ever had. Only a model whose
 # padding masks hide the padding decodes them as it decodes training's (see kata.copy_task). It needs
-# more steps than copying: 225 to 300 with the reference solutions.
+# more steps than copying: 250 to 400 with the reference solutions (bench/capstone_tasks.py).
 REVERSE_TASK = CopyTask(name="reverse", about="reverse the source (its evaluations padded wider than training)",
                         reverse=True, eval_padding=4, steps=400)
 

@@ -14,11 +14,11 @@ batched with a long one does). A model whose padding masks hide the padding cann
 encoder or cross-attention reads the padding meets inputs it never trained on and gets them wrong. The
 copy task's evaluation is padded as its training, so it passes such a model: it never tests the masks.
 
-It is the smallest task that needs every piece of the Transformer: the decoder can only produce the
-right symbol at step t by finding source position t through cross-attention (positional encodings
+The copy task is the smallest that needs most pieces of the Transformer: the decoder can only produce
+the right symbol at step t by finding source position t through cross-attention (positional encodings
 tell the positions apart), the causal mask and teacher forcing must be right for training to mean
-anything, padding masks must hide the padding of sequences of different lengths, and greedy
-decoding must stop at eos. The Annotated Transformer uses it as its first example.
+anything, and greedy decoding must stop at eos. The Annotated Transformer uses it as its first
+example. The padding masks it leaves to the reversal task.
 
 `train_copy_task` runs the training loop (of either task) around a student's (or the reference's) pieces: the
 optimiser, the Noam scheduler and `train_step` of kata 9.10, the Transformer of kata 9.9. It measures
