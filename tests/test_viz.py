@@ -312,7 +312,7 @@ def test_a_broken_contract_is_named(course_root, course):
     record_pass(course_root, course, "9.8")
     report = json.loads(viz("9.8", "--json").output)
     assert report["whose"] == "reference"
-    assert "should be a tensor of shape (100, 128); got (128, 100)" in report["error"]
+    assert "should be a tensor of shape (200, 128); got (128, 200)" in report["error"]
 
 
 # The command.
