@@ -5,6 +5,8 @@
 3. bench/capstone.py           the 9.10 capstone: time to 0.95 accuracy, reference against torch's layers
 4. bench/grade_vs_nbgrader.py  `kata grade --jobs 1/2` against `nbgrader autograde`, 20 students
 5. bench/grade_cost.py         CPU seconds per unit of `kata grade` against `import torch`; a class's CPU-hours
+6. bench/capstone_tasks.py     the capstone tasks side by side (copy, the baseline; reverse), with and
+                               without a planted padding-mask mistake
 
     python bench/run_all.py          (764 s on a 2-core machine for 1-4, 2026-11-24)
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import time
 
 import capstone
+import capstone_tasks
 import check_latency
 import grade_cost
 import grade_vs_nbgrader
@@ -23,7 +26,7 @@ import verify_course
 
 BENCHMARKS = (("kata check latency", check_latency), ("kata verify, whole course", verify_course),
               ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader),
-              ("what a class costs", grade_cost))
+              ("what a class costs", grade_cost), ("the capstone tasks: copy and reverse", capstone_tasks))
 
 
 def main() -> None:

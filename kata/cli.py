@@ -16,6 +16,7 @@ import click
 
 from kata import __version__, runner, workspace
 from kata import progress as prog
+from kata.capstone import TASK, TASKS
 from kata.commands import UsageError, emit, json_option, open_course
 from kata.course import Course, CourseError, Kata, load_course
 from kata.nbgrader.cli import nbgrader_group, notebook_command
@@ -140,7 +141,7 @@ def check(kata_id: str | None, device: str, file: Path | None, debug: bool, as_j
         from kata import render
 
         console = _console()
-        render.check_result(console, course, kata, result, unmet)
+        render.check_result(console, course, kata, result, unmet, progress.get(kata.id).hints_used)
         if debug:
             render.debug_log(console, result)
     sys.exit(result.exit_code)
@@ -351,22 +352,23 @@ def watch(kata_id: str | None, poll: bool, device: str) -> None:
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seed of the initial weights, the training batches and the held-out sequences.")
 @click.option("--steps", type=click.IntRange(min=1), default=None,
-              help="Training steps at most (default: the capstone check's).")
+              help="Training steps at most (default: the task's).")
+@click.option("--task", "task_name", type=click.Choice(list(TASKS)), default=TASK.name, show_default=True,
+              help="The capstone task: " + "; ".join(f"{t.name}: {t.about}" for t in TASKS.values()) + ".")
 @json_option
-def train_demo_command(seed: int, steps: int | None, as_json: bool) -> None:
-    """Watch your own Transformer learn the copy task, trained by your own kata 9.10 code.
+def train_demo_command(seed: int, steps: int | None, task_name: str, as_json: bool) -> None:
+    """Watch your own Transformer learn a capstone task, trained by your own kata 9.10 code.
 
-    Exit code: 0 when it reached the capstone's accuracy, 1 otherwise (or when a piece of yours raised).
+    Exit code: 0 when it reached the task's accuracy, 1 otherwise (or when a piece of yours raised).
     """
     open_course()
-    from kata.copy_task import TASK
     from kata.train_demo import train_demo
 
     # With --json the live report goes to stderr, so stdout holds the JSON alone.
-    summary = train_demo(_console(stderr=as_json), seed=seed, steps=steps)
-    reached = summary["ok"] and summary["accuracy"] >= TASK.target_accuracy
+    summary = train_demo(_console(stderr=as_json), seed=seed, steps=steps, task=task_name)
+    reached = summary["ok"] and summary["accuracy"] >= summary["target_accuracy"]
     if as_json:
-        emit("train-demo", {**summary, "target_accuracy": TASK.target_accuracy, "reached": reached})
+        emit("train-demo", {**summary, "reached": reached})
     sys.exit(0 if reached else 1)
 
 

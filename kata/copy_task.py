@@ -1,17 +1,26 @@
-"""The copy task of kata 9.10: data, model size and training recipe, shared by its grader and `kata train-demo`.
+"""The capstone tasks of kata 9.10 (kata.capstone lists them, with their recipes): data and training,
+shared by its grader, `kata train-demo`, `kata viz 9.10` and bench/.
 
-The source is a random sequence of symbols, the target is the same sequence between bos and eos:
+The copy task (the capstone's check): the source is a random sequence of symbols, the target is the same
+sequence between bos and eos:
 
     src = [7, 3, 9, 4, 0, 0]            (symbols, then padding)
     tgt = [1, 7, 3, 9, 4, 2, 0, 0]      (bos, the symbols, eos, then padding)
 
-It is the smallest task that needs every piece of the Transformer: the decoder can only produce the
-right symbol at step t by finding source position t through cross-attention (positional encodings
-tell the positions apart), the causal mask and teacher forcing must be right for training to mean
-anything, padding masks must hide the padding of sequences of different lengths, and greedy
-decoding must stop at eos. The Annotated Transformer uses it as its first example.
+The reversal task: the target is the source backwards, tgt = [1, 4, 9, 3, 7, 2, 0, 0]. Output t comes
+from source position len - 1 - t, which moves with the sequence's length, and its validation and
+held-out batches carry `eval_padding` more pad columns than any training batch (as a short sentence
+batched with a long one does). A model whose padding masks hide the padding cannot tell; one whose
+encoder or cross-attention reads the padding meets inputs it never trained on and gets them wrong. The
+copy task's evaluation is padded as its training, so it passes such a model: it never tests the masks.
 
-`train_copy_task` runs the training loop around a student's (or the reference's) pieces: the
+The copy task is the smallest that needs most pieces of the Transformer: the decoder can only produce
+the right symbol at step t by finding source position t through cross-attention (positional encodings
+tell the positions apart), the causal mask and teacher forcing must be right for training to mean
+anything, and greedy decoding must stop at eos. The Annotated Transformer uses it as its first
+example. The padding masks it leaves to the reversal task.
+
+`train_copy_task` runs the training loop (of either task) around a student's (or the reference's) pieces: the
 optimiser, the Noam scheduler and `train_step` of kata 9.10, the Transformer of kata 9.9. It measures
 whole-sequence greedy accuracy on held-out sequences (generated from another seed).
 
@@ -29,83 +38,45 @@ from dataclasses import dataclass, field
 
 import torch
 
+from kata.capstone import N_SPECIAL, TASK, TASKS, CopyTask
+
 PAD_ID = 0
 BOS_ID = 1
 EOS_ID = 2
-N_SPECIAL = 3  # pad, bos, eos; the symbols are 3, 4, ..., vocab_size - 1
 HELDOUT_SEED_OFFSET = 1_000_003  # the held-out set's generator seed is seed + this: another stream
 VALIDATION_SEED_OFFSET = 2_000_029  # and the validation set's
 
 
-@dataclass(frozen=True)
-class CopyTask:
-    """The copy task's data, model and training recipe (tuned to learn in seconds on one CPU thread)."""
-
-    # Data: sequences of min_len..max_len symbols drawn uniformly from n_symbols.
-    n_symbols: int = 10
-    min_len: int = 3
-    max_len: int = 8
-    # The model: a small post-norm Transformer (kata 9.9), one encoder and one decoder block.
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 1
-    d_ff: int = 128
-    dropout: float = 0.0
-    # Training: Adam with the Noam schedule and the label-smoothed loss, as in the paper.
-    batch_size: int = 128
-    steps: int = 300  # at most: training stops early once the validation accuracy reaches stop_accuracy
-    warmup_steps: int = 50
-    factor: float = 0.5
-    smoothing: float = 0.1
-    max_grad_norm: float | None = 1.0
-    # Early stopping: greedy accuracy on validation sequences every eval_every steps from first_eval on;
-    # stop at stop_accuracy, else keep the weights of the best evaluation.
-    first_eval: int = 100
-    eval_every: int = 25
-    n_validation: int = 200
-    stop_accuracy: float = 0.99
-    # The test: greedy whole-sequence accuracy on held-out sequences (never used to decide anything).
-    n_heldout: int = 200
-    target_accuracy: float = 0.95
-
-    @property
-    def vocab_size(self) -> int:
-        return N_SPECIAL + self.n_symbols
-
-    @property
-    def decode_len(self) -> int:
-        """The longest target, bos and eos included: greedy decoding's max_len."""
-        return self.max_len + 2
-
-    def model_kwargs(self) -> dict:
-        return {"d_model": self.d_model, "n_heads": self.n_heads, "n_layers": self.n_layers, "d_ff": self.d_ff,
-                "dropout": self.dropout, "max_len": 64}
 
 
-TASK = CopyTask()
-
-
-def make_batch(task: CopyTask, n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """n random copy examples: src (n, max_len) and tgt (n, max_len + 2), int64, padded with PAD_ID."""
+def make_batch(task: CopyTask, n: int, generator: torch.Generator,
+               extra_padding: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """n random examples: src (n, max_len + extra_padding) and tgt (n, max_len + 2), int64, padded with PAD_ID."""
     lengths = torch.randint(task.min_len, task.max_len + 1, (n,), generator=generator)  # (n,)
     symbols = torch.randint(N_SPECIAL, task.vocab_size, (n, task.max_len), generator=generator)  # (n, max_len)
-    real = torch.arange(task.max_len) < lengths[:, None]  # (n, max_len), True on the symbols
+    position = torch.arange(task.max_len)  # (max_len,)
+    real = position < lengths[:, None]  # (n, max_len), True on the symbols
     src = torch.where(real, symbols, PAD_ID)  # (n, max_len)
+    answer = src
+    if task.reverse:  # target position t holds source position length - 1 - t
+        answer = torch.where(real, src.gather(1, (lengths[:, None] - 1 - position).clamp(min=0)), PAD_ID)
     tgt = torch.full((n, task.decode_len), PAD_ID, dtype=torch.long)  # (n, max_len + 2)
     tgt[:, 0] = BOS_ID
-    tgt[:, 1:task.max_len + 1] = src
+    tgt[:, 1:task.max_len + 1] = answer
     tgt[torch.arange(n), lengths + 1] = EOS_ID
-    return src, tgt
+    return torch.nn.functional.pad(src, (0, extra_padding), value=PAD_ID), tgt
 
 
 def heldout_set(task: CopyTask, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The held-out sequences of a run: from their own generator, never seen in training."""
-    return make_batch(task, task.n_heldout, torch.Generator().manual_seed(seed + HELDOUT_SEED_OFFSET))
+    return make_batch(task, task.n_heldout, torch.Generator().manual_seed(seed + HELDOUT_SEED_OFFSET),
+                      task.eval_padding)
 
 
 def validation_set(task: CopyTask, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The validation sequences of a run (early stopping): a third stream, neither training nor test."""
-    return make_batch(task, task.n_validation, torch.Generator().manual_seed(seed + VALIDATION_SEED_OFFSET))
+    return make_batch(task, task.n_validation, torch.Generator().manual_seed(seed + VALIDATION_SEED_OFFSET),
+                      task.eval_padding)
 
 
 def build_model(Transformer, task: CopyTask) -> torch.nn.Module:
@@ -153,6 +124,7 @@ class CopyTaskRun:
     seconds: float  # training and evaluation, wall clock
     losses: list[float] = field(default_factory=list)  # train_step's return value, one per step
     validation: list[tuple[int, float]] = field(default_factory=list)  # (step, validation accuracy)
+    watched: list[tuple[int, float]] = field(default_factory=list)  # (step, accuracy) every watch_every steps
     kept_step: int = 0  # the step whose weights were kept (the best validation accuracy)
     stopped: str = ""  # why training stopped before `steps` other than early stopping (a NaN loss, time)
     model: torch.nn.Module | None = None
@@ -188,7 +160,8 @@ def train_copy_task(task: CopyTask = TASK, *, Transformer, padding_mask: Callabl
                     make_scheduler: Callable, train_step: Callable, greedy_decode: Callable, seed: int = 0,
                     steps: int | None = None, time_limit: float | None = None,
                     on_step: Callable[[int, float, float, int], None] | None = None,
-                    on_eval: Callable[[int, float], None] | None = None) -> CopyTaskRun:
+                    on_eval: Callable[[int, float], None] | None = None,
+                    watch_every: int | None = None) -> CopyTaskRun:
     """Train a fresh model on the copy task with the given pieces, then measure held-out accuracy.
 
     The loop is the paper's: make_optimizer(model), make_scheduler(optimizer, d_model, warmup_steps,
@@ -203,6 +176,10 @@ def train_copy_task(task: CopyTask = TASK, *, Transformer, padding_mask: Callabl
 
     A loss that is not a finite number, or training longer than `time_limit` seconds, stops the run
     (`stopped` says why); the accuracy is then measured as it is.
+
+    `watch_every` also measures the validation accuracy every that many steps, into `watched`, for a curve
+    (`kata viz 9.10`). Those measurements decide nothing and draw no random numbers: the run, its steps
+    and its accuracy are the same with or without them, as `kata train-demo` with the same seed shows.
     """
     steps = task.steps if steps is None else steps
     started = time.perf_counter()
@@ -214,6 +191,7 @@ def train_copy_task(task: CopyTask = TASK, *, Transformer, padding_mask: Callabl
     val_src, val_tgt = validation_set(task, seed)
     losses: list[float] = []
     validation: list[tuple[int, float]] = []
+    watched: list[tuple[int, float]] = []
     best: tuple[float, int, dict] | None = None  # (accuracy, step, weights)
     stopped = ""
     for step in range(1, steps + 1):
@@ -229,9 +207,12 @@ def train_copy_task(task: CopyTask = TASK, *, Transformer, padding_mask: Callabl
         if time_limit is not None and time.perf_counter() - started > time_limit:
             stopped = f"{step} steps took more than {time_limit:g} s"
             break
-        if step == steps or (step >= task.first_eval and (step - task.first_eval) % task.eval_every == 0):
+        decide = step == steps or (step >= task.first_eval and (step - task.first_eval) % task.eval_every == 0)
+        if decide or (watch_every and step % watch_every == 0):
             accuracy = evaluate(model, task, val_src, val_tgt, greedy_decode=greedy_decode,
                                 padding_mask=padding_mask)[0]
+            watched.append((step, accuracy))
+        if decide:
             validation.append((step, accuracy))
             if on_eval is not None:
                 on_eval(step, accuracy)
@@ -247,7 +228,7 @@ def train_copy_task(task: CopyTask = TASK, *, Transformer, padding_mask: Callabl
     accuracy, token_accuracy, predicted = evaluate(model, task, src, tgt, greedy_decode=greedy_decode,
                                                    padding_mask=padding_mask)
     return CopyTaskRun(accuracy, token_accuracy, len(losses), time.perf_counter() - started, losses, validation,
-                       kept_step, stopped, model, (src, tgt), predicted)
+                       watched, kept_step, stopped, model, (src, tgt), predicted)
 
 
 def smoothed_loss_floor(task: CopyTask) -> float:
@@ -258,13 +239,14 @@ def smoothed_loss_floor(task: CopyTask) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m kata.copy_task [--seeds 0 1 2] [--threads 1]`: the capstone's training with the reference
-    solutions (katas 9.2 to 9.10), timed: what the 9.10 README reports. For course authors."""
+    """`python -m kata.copy_task [--task copy] [--seeds 0 1 2] [--threads 1]`: a capstone task's training with the
+    reference solutions (katas 9.2 to 9.10), timed: what the 9.10 README reports. For course authors."""
     import argparse
     import os
     import statistics
 
     parser = argparse.ArgumentParser(prog="python -m kata.copy_task", description=main.__doc__)
+    parser.add_argument("--task", choices=list(TASKS), default=TASK.name)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--threads", type=int, default=1, help="torch threads (the grading child uses cores // 2)")
     args = parser.parse_args(argv)
@@ -277,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for seed in args.seeds:
         cpu = time.process_time()
-        run = train_copy_task(TASK, Transformer=ref.Transformer, padding_mask=ref.padding_mask,
+        run = train_copy_task(TASKS[args.task], Transformer=ref.Transformer, padding_mask=ref.padding_mask,
                               make_optimizer=ref.make_optimizer, make_scheduler=ref.make_scheduler,
                               train_step=ref.train_step, greedy_decode=ref.greedy_decode, seed=seed)
         cpu = time.process_time() - cpu
@@ -286,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{run.accuracy:.3f} (tokens {run.token_accuracy:.4f}), validation {run.validation}", flush=True)
     print(f"median of {len(rows)}: {statistics.median(r[0] for r in rows):.1f} s wall, "
           f"{statistics.median(r[1] for r in rows):.1f} s CPU, accuracy {statistics.median(r[2] for r in rows):.3f} "
-          f"(torch {torch.__version__}, {args.threads} thread(s), load average {os.getloadavg()[0]:.1f})")
+          f"(task {args.task}, torch {torch.__version__}, {args.threads} thread(s), load average "
+          f"{os.getloadavg()[0]:.1f})")
     return 0
 
 

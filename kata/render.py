@@ -125,8 +125,8 @@ def progress_report(console: Console, course: Course, states: dict[str, prog.Kat
 
 
 def check_result(console: Console, course: Course, kata: Kata, result: KataResult,
-                 unmet: list[Kata] | None = None) -> None:
-    """The whole report of one `kata check`."""
+                 unmet: list[Kata] | None = None, hints_used: int = 0) -> None:
+    """The whole report of one `kata check`; `hints_used`: the hint tiers the student has seen."""
     title = Text.assemble(("Kata ", "bold"), (kata.id, "bold"), f" · {kata.title} · ",
                           (relative(result.file), "cyan"))
     console.print(title)
@@ -159,7 +159,7 @@ def check_result(console: Console, course: Course, kata: Kata, result: KataResul
         if len(_distinct(failures)) > MAX_DETAILED_FAILURES:
             console.print(f"[dim]… and {len(_distinct(failures)) - MAX_DETAILED_FAILURES} more failures "
                           "like these; fix the ones above first.[/]")
-    _footer(console, kata, result)
+    _footer(console, kata, result, hints_used)
 
 
 def _family(check: Check) -> str:
@@ -245,7 +245,7 @@ def _outcome_panel(console: Console, result: KataResult, root: Path) -> None:
     console.print(Panel(Group(*parts), title=OUTCOME_TITLE[result.outcome], border_style="red", title_align="left"))
 
 
-def _footer(console: Console, kata: Kata, result: KataResult) -> None:
+def _footer(console: Console, kata: Kata, result: KataResult, hints_used: int) -> None:
     n_passed = sum(c.passed for c in result.checks)
     parts = []
     if result.checks:
@@ -261,7 +261,15 @@ def _footer(console: Console, kata: Kata, result: KataResult) -> None:
     if result.passed:
         console.print(f"[green bold]✓ Kata {kata.id} passed.[/] `kata next` shows what comes next.")
     elif result.outcome not in (runner.INTERNAL_ERROR,):
-        console.print(f"Stuck? [bold]kata hint {kata.id}[/] reveals the next hint.", style="dim")
+        console.print(f"Stuck? {_hint_offer(kata, hints_used)}", style="dim")
+
+
+def _hint_offer(kata: Kata, hints_used: int) -> str:
+    """What more help there is: the next hint tier while there is one, then the reference solution."""
+    if hints_used < len(kata.hints):
+        return f"[bold]kata hint {kata.id}[/] reveals hint {hints_used + 1} of {len(kata.hints)}."
+    return (f"You have seen every hint ([bold]kata hint {kata.id}[/] shows them again); "
+            f"[bold]kata solution {kata.id}[/] shows the reference.")
 
 
 def debug_log(console: Console, result: KataResult) -> None:
@@ -277,9 +285,10 @@ def hint(console: Console, kata: Kata, tier: int, shown: list[str]) -> None:
         console.print(Panel(Markdown(text), title=f"Hint {number} of {len(kata.hints)} · {label}",
                             border_style="cyan" if new else "dim", title_align="left"))
     if tier >= len(kata.hints):
-        console.print(f"[dim]That was the last hint. `kata solution {kata.id}` shows the reference.[/]")
+        console.print(f"[dim]That was the last hint: there is no next one. `kata solution {kata.id}` shows the "
+                      "reference.[/]")
     else:
-        console.print(f"[dim]`kata hint {kata.id}` again for the next one.[/]")
+        console.print(f"[dim]`kata hint {kata.id}` again for hint {tier + 1} of {len(kata.hints)}.[/]")
 
 
 def solution(console: Console, kata: Kata, source: str) -> None:
@@ -288,7 +297,10 @@ def solution(console: Console, kata: Kata, source: str) -> None:
 
 
 def show(console: Console, kata: Kata, state: prog.KataProgress, prerequisites: list[Kata]) -> None:
-    console.print(Markdown(kata.readme.read_text(encoding="utf-8")))
+    """The kata's README, its LaTeX as Unicode text (the file keeps its LaTeX), and where the kata stands."""
+    from kata.math_text import render_math
+
+    console.print(Markdown(render_math(kata.readme.read_text(encoding="utf-8"))))
     label, style = STATUS_STYLE[state.status]
     facts = [f"[{style}]{label}[/]", f"{kata.points:g} points", f"file: [cyan]{relative(kata.exercise)}[/]"]
     if prerequisites:

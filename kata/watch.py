@@ -355,7 +355,8 @@ class Watcher:
             self.render.kata_list(self.console, self.course, states, kata.id)
         if self.result is not None:
             unmet = prog.unmet(self.course.prerequisites(kata), self.progress.load())
-            self.render.check_result(self.console, self.course, kata, self.result, unmet)
+            self.render.check_result(self.console, self.course, kata, self.result, unmet,
+                                     self.progress.get(kata.id).hints_used)
         if self.hints_shown:
             self.render.hint(self.console, kata, self.hints_shown, list(kata.hints[:self.hints_shown]))
         for note in self.notes[-3:]:

@@ -8,13 +8,14 @@ import os
 import subprocess
 import sys
 
+import matplotlib
 import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
 from matplotlib.image import imread
 
-from kata import earlier
+from kata import copy_task, earlier
 from kata import progress as prog
 from kata.cli import main
 from kata.course import load_course
@@ -125,10 +126,48 @@ def test_attention_rows_sum_to_one_and_the_causal_mask_hides_the_future():
 
 def test_every_head_has_its_own_pattern(drawings):
     [figure] = drawings["9.4"].figures
-    maps = [p.values for p in figure.panels]
+    maps = [p.values for p in figure.panels[1:]]
+    assert [p.title for p in figure.panels[1:]] == [f"untrained head {h}" for h in range(1, 5)]
     assert len(maps) == 4 and all(m.shape == (10, 10) for m in maps)
     assert all(np.allclose(m.sum(axis=-1), 1) for m in maps)
     assert not np.allclose(maps[0], maps[1])
+
+
+def test_beside_the_untrained_heads_a_hand_set_head_attends_to_the_previous_word(drawings):
+    [figure] = drawings["9.4"].figures
+    handset = figure.panels[0]
+    assert handset.title == "hand-set head 1: the previous word" and handset.vmax == 1.0
+    weights = handset.values  # (10, 10): rows are queries
+    np.testing.assert_allclose(weights.sum(axis=-1), 1)
+    assert weights.argmax(axis=1).tolist() == [0, 0, 1, 2, 3, 4, 5, 6, 7, 8]  # the first word takes itself
+    assert weights[np.arange(1, 10), np.arange(0, 9)].min() > 0.9  # sharply, not just the largest weight
+    # Built with the student's (here the reference's) own class: only head 1's weights were set by hand.
+    mha = reference("9.4").MultiHeadAttention(64, 4)
+    data.set_previous_word_head(mha, 64, 16)
+    assert (mha.w_q.weight[:16, :48] == 0).all() and (mha.w_k.weight[:16, 48:] == torch.eye(16)).all()
+
+
+def test_heat_maps_with_their_own_colour_bars_keep_their_own_labels(drawings):
+    """9.8: the middle panel (its own scale) shows its y label, clear of the left panel's colour bar label;
+    9.4: the hand-set head gets its own colour bar, the untrained heads share one and their row labels."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    [encoding] = drawings["9.8"].figures
+    with matplotlib.rc_context(png.STYLE):
+        fig = png._draw(encoding)
+        FigureCanvasAgg(fig).draw()
+    table, middle = fig.axes[0], fig.axes[1]
+    assert table.get_ylabel() == middle.get_ylabel() == "position"
+    bars = [ax for ax in fig.axes[3:] if ax.get_ylabel()]  # the colour bars, labelled on their long side
+    assert [ax.get_ylabel() for ax in bars] == ["value", "dot product PE[p] . PE[q]"]
+    left_bar_label = bars[0].yaxis.label.get_window_extent()
+    assert not left_bar_label.overlaps(middle.yaxis.label.get_window_extent())
+    [heads] = drawings["9.4"].figures
+    with matplotlib.rc_context(png.STYLE):
+        fig = png._draw(heads)
+    labels = [ax.get_ylabel() for ax in fig.axes[:5]]
+    assert labels == ["query", "query", "", "", ""]
+    assert [ax.get_ylabel() for ax in fig.axes[5:]] == ["attention weight", "attention weight"]
 
 
 def test_without_residual_connections_the_words_collapse():
@@ -145,6 +184,16 @@ def test_without_residual_connections_the_words_collapse():
     sqrt_d_model = torch.full((10,), 8.0, dtype=torch.float64)
     torch.testing.assert_close(data.token_norm(kept[1:]), sqrt_d_model, rtol=0, atol=0.01)
     torch.testing.assert_close(data.token_norm(lost[1:]), sqrt_d_model, rtol=0, atol=0.01)
+
+
+def test_the_offset_picture_reads_positions_of_the_table_drawn(drawings):
+    [figure] = drawings["9.8"].figures
+    table, _, offsets = figure.panels
+    n_positions = table.values.shape[0]
+    for series in offsets.series:
+        p = int(series.label.removeprefix("p = "))
+        assert p + series.x.min() >= 0 and p + series.x.max() < n_positions, series.label
+    assert figure.title.endswith(f"sinusoidal_positional_encoding({n_positions}, 128)")
 
 
 def test_the_dot_product_of_positions_depends_on_the_offset_alone():
@@ -164,6 +213,32 @@ def test_the_noam_schedule_peaks_at_the_end_of_the_warm_up():
     rates = data.noam_curve(module.noam_lr, steps, 512, 500)
     assert int(rates.argmax()) + 1 == 500
     assert rates[499] == pytest.approx((512 * 500) ** -0.5)
+
+
+def test_the_learning_rate_curve_explains_its_first_flat_step(drawings):
+    _, training, _ = drawings["9.10"].figures
+    lr = training.panels[2]
+    rates, first_two = lr.series
+    assert rates.y[0] == rates.y[1] < rates.y[2]  # the flat step: step 0 counts as step 1
+    assert first_two.x.tolist() == [1, 2] and first_two.y.tolist() == rates.y[:2].tolist()
+    assert "step 0 counts as step 1" in first_two.label and "step 0 counts as step 1" in training.look_for
+
+
+def test_kata_viz_draws_the_run_train_demo_makes_with_the_same_seed(drawings):
+    """One seed, one run: the picture's numbers are those of the run `kata train-demo --seed 0` makes
+    (train_demo calls copy_task.train_copy_task with the task, the pieces and the seed, and no watch_every)."""
+    pieces = reference("9.10")
+    run = copy_task.train_copy_task(
+        copy_task.TASK, Transformer=pieces.Transformer, padding_mask=pieces.padding_mask,
+        make_optimizer=pieces.make_optimizer, make_scheduler=pieces.make_scheduler, train_step=pieces.train_step,
+        greedy_decode=pieces.greedy_decode, seed=data.SEED)
+    _, training, _ = drawings["9.10"].figures
+    loss, accuracy, _ = training.panels
+    assert loss.series[0].y.tolist() == run.losses
+    assert f"Held-out accuracy: {run.accuracy:.3f} after {run.steps} steps" in training.look_for
+    decided = accuracy.series[1]
+    assert list(zip(decided.x.tolist(), decided.y.tolist(), strict=True)) == run.validation
+    assert f"seed {data.SEED}" in training.title and f"kata train-demo --seed {data.SEED}" in training.look_for
 
 
 def test_the_trained_copy_model_attends_along_the_diagonal(drawings):
@@ -237,7 +312,7 @@ def test_a_broken_contract_is_named(course_root, course):
     record_pass(course_root, course, "9.8")
     report = json.loads(viz("9.8", "--json").output)
     assert report["whose"] == "reference"
-    assert "should be a tensor of shape (100, 128); got (128, 100)" in report["error"]
+    assert "should be a tensor of shape (200, 128); got (128, 200)" in report["error"]
 
 
 # The command.

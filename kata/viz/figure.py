@@ -43,6 +43,7 @@ class Series:
     y: np.ndarray  # (n,)
     style: str = "-"  # "-" a line, "--" dashed, ":" dotted, "o-" a line with markers
     color: str | None = None  # a matplotlib colour name; None: the next of the style's cycle
+    markersize: float = 4.0
 
 
 @dataclass

@@ -25,8 +25,8 @@ D_HEAD = 16  # kata 9.3's single head: d_model / n_heads, as one head of kata 9.
 D_FF = 4 * D_MODEL  # the paper's ratio (2048 / 512)
 SIMILARITY_BLOCKS = 4  # encoder blocks in the similarity picture
 SIGNAL_BLOCKS = 10  # encoder blocks in the signal picture
-PE_LEN, PE_D_MODEL = 100, 128  # the positional-encoding table drawn
-PE_POSITIONS, PE_OFFSETS = (50, 100, 150), range(-50, 51)  # the dot product PE[p] . PE[p + k]
+PE_LEN, PE_D_MODEL = 200, 128  # the positional-encoding table drawn
+PE_POSITIONS, PE_OFFSETS = (50, 100, 150), range(-49, 50)  # PE[p] . PE[p + k]: every p + k inside the table
 NOAM_PAIRS = ((512, 4000), (512, 8000), (256, 4000), (1024, 4000))  # (d_model, warmup_steps), factor 1
 NOAM_STEPS = 20_000
 
@@ -62,19 +62,31 @@ def attention_head(module: ModuleType) -> list[Figure]:
 
 
 def multi_head_attention(module: ModuleType) -> list[Figure]:
-    """Kata 9.4: every head of one MultiHeadAttention on the sentence."""
+    """Kata 9.4: a head with hand-set weights that attends to the previous word, beside every head of an
+    untrained MultiHeadAttention on the sentence."""
     words, x = data.sentence(D_MODEL)  # x (1, n, d_model)
+    d_k = D_MODEL // N_HEADS
+    torch.manual_seed(data.SEED)
+    handset = module.MultiHeadAttention(D_MODEL, N_HEADS)
+    data.set_previous_word_head(handset, D_MODEL, d_k)
+    previous = data.multi_head_weights(handset, data.with_positions(x, d_k), N_HEADS)[0]  # (n, n): head 1
     torch.manual_seed(data.SEED)
     mha = module.MultiHeadAttention(D_MODEL, N_HEADS)
     weights = data.multi_head_weights(mha, x, N_HEADS)  # (n_heads, n, n)
     vmax = float(weights.max())
     return [Figure(
         "attention", f"Attention weights per head: MultiHeadAttention(d_model={D_MODEL}, n_heads={N_HEADS}), "
-                     f"self-attention",
-        "One map per head (rows: queries, columns: keys). Each head projects the same words with its own slice "
-        "of w_q and w_k, so each finds its own pattern. " + UNTRAINED + " So the weights stay near 1/10.",
-        [_attention(f"head {h + 1} (d_k = {D_MODEL // N_HEADS})", weights[h], words, words, vmax)
-         for h in range(N_HEADS)])]
+                     f"self-attention, d_k = {d_k}",
+        "One map per head (rows: queries, columns: keys; every row sums to 1). Left, on its own colour scale: head 1 "
+        f"of your MultiHeadAttention with hand-set weights. The words' last {d_k} features hold their positions "
+        "(kata 9.8's sines and cosines); w_k passes them on and w_q turns each back by one position, so each word's "
+        "weight sits on the word before it (the first word has none and takes itself, the nearest): the pattern of a "
+        "trained 'previous token' head. Right: the heads of an untrained MultiHeadAttention, each projecting the "
+        "words with its own random slice of w_q and w_k. " + UNTRAINED + " So their weights stay near 1/10: "
+        "training is what gives heads patterns.",
+        [_attention("hand-set head 1: the previous word", previous, words, words, 1.0),
+         *(_attention(f"untrained head {h + 1}", weights[h], words, words, vmax)
+           for h in range(N_HEADS))])]
 
 
 def encoder_block(module: ModuleType) -> list[Figure]:
@@ -139,8 +151,7 @@ def _encoding_table(module: ModuleType, max_len: int) -> torch.Tensor:
 def positional_encoding(module: ModuleType) -> list[Figure]:
     """Kata 9.8: the sinusoidal table, the dot products between its rows, and their dependence on the offset."""
     pe = _encoding_table(module, PE_LEN)  # (PE_LEN, d_model)
-    long = _encoding_table(module, max(PE_POSITIONS) + max(PE_OFFSETS) + 1)  # (201, d_model): room for p + k
-    dots = data.offset_dot_products(long.double(), PE_POSITIONS, PE_OFFSETS)  # (positions, offsets)
+    dots = data.offset_dot_products(pe.double(), PE_POSITIONS, PE_OFFSETS)  # (positions, offsets)
     offsets = np.array(PE_OFFSETS)
     styles = ("-", "--", ":")
     return [Figure(
@@ -148,8 +159,8 @@ def positional_encoding(module: ModuleType) -> list[Figure]:
                                f"{PE_D_MODEL})",
         "Left: one row per position; dimension pair i turns at 1/10000^(2i/d_model) radians per position, so the "
         "first columns flicker and the last barely move. Middle: the dot product of every pair of positions is the "
-        f"same along each diagonal. Right: PE[p] . PE[p + k] from three positions p: the curves coincide (only the "
-        f"offset k matters), peak at k = 0 (d_model / 2 = {PE_D_MODEL // 2}) and are symmetric.",
+        f"same along each diagonal. Right: PE[p] . PE[p + k] from three positions p of the same table: the curves "
+        f"coincide (only the offset k matters), peak at k = 0 (d_model / 2 = {PE_D_MODEL // 2}) and are symmetric.",
         [Heatmap("the table PE", _numpy(pe), "position", "dimension (even: sin, odd: cos)", vmin=-1.0, vmax=1.0,
                  cmap=DIVERGING, colorbar="value"),
          Heatmap("PE . PE^T: every pair of positions", _numpy(pe.double() @ pe.double().T), "position", "position",
@@ -184,31 +195,39 @@ def _schedule(noam_lr: Callable) -> Figure:
 
 
 def _curves(copy: data.CopyRun) -> Figure:
-    run, task = copy.run, data.VIZ_TASK
+    run, task = copy.run, copy_task.TASK
     done = np.arange(1, run.steps + 1)
     floor = copy_task.smoothed_loss_floor(task)
-    validated = np.array(run.validation).reshape(-1, 2)  # (evaluations, 2): step, accuracy
+    watched = np.array(run.watched).reshape(-1, 2)  # (measurements, 2): step, accuracy
+    decided = np.array(run.validation).reshape(-1, 2)  # the check's own evaluations, which stop the run
+    lrs = np.array(copy.lrs)
     return Figure(
-        "training", f"Training the copy task: train_step, make_optimizer, make_scheduler ({run.steps} steps, "
-                    f"seed {data.SEED})",
-        f"The label-smoothed loss falls towards its floor, {floor:.2f} (the entropy of the smoothed target: it never "
-        f"reaches 0). Greedy whole-sequence accuracy on {task.n_validation} validation sequences, every "
-        f"{task.eval_every} steps here, climbs until it reaches {task.stop_accuracy} and training stops. Held-out "
-        f"accuracy: {run.accuracy:.3f} (the capstone asks for {task.target_accuracy}). Right: the rate the scheduler "
-        "gave each step.",
+        "training", f"Training the copy task: train_step, make_optimizer, make_scheduler (seed {data.SEED}, "
+                    f"{run.steps} steps, as kata train-demo)",
+        f"The run `kata train-demo --seed {data.SEED}` makes, step for step. The label-smoothed loss falls towards "
+        f"its floor, {floor:.2f} (the entropy of the smoothed target: it never reaches 0). Greedy whole-sequence "
+        f"accuracy on {task.n_validation} validation sequences, drawn every "
+        f"{data.WATCH_EVERY} steps; the run itself looks at it from step {task.first_eval} on, every "
+        f"{task.eval_every} steps (the large dots), and stops once it reaches {task.stop_accuracy}. Held-out "
+        f"accuracy: {run.accuracy:.3f} after {run.steps} steps (the capstone asks for {task.target_accuracy}). "
+        "Right: the rate the scheduler gave each step; steps 1 and 2 share one rate, because step 0 counts as step 1 "
+        "(0^-0.5 is undefined).",
         [Lines("training loss", "step", "label-smoothed loss",
                [Series("loss per batch", done, np.array(run.losses), color="tab:blue"),
                 Series(f"floor {floor:.2f}", done, np.full(run.steps, floor), ":", "gray")]),
          Lines("validation accuracy", "step", "whole-sequence accuracy",
-               [Series("greedy decoding", validated[:, 0], validated[:, 1], "o-", "tab:green"),
+               [Series(f"greedy decoding, every {data.WATCH_EVERY} steps", watched[:, 0], watched[:, 1], "o-",
+                       "tab:green"),
+                Series("the run's own evaluations", decided[:, 0], decided[:, 1], "o", "darkgreen", markersize=9),
                 Series(f"stop at {task.stop_accuracy}", done, np.full(run.steps, task.stop_accuracy), ":", "gray")],
                ylim=(0.0, 1.02)),
          Lines("learning rate", "step", "learning rate",
-               [Series("the optimiser's lr", done, np.array(copy.lrs), color="tab:purple")])])
+               [Series("the optimiser's lr", done, lrs, color="tab:purple"),
+                Series("steps 1 and 2: one rate (step 0 counts as step 1)", done[:2], lrs[:2], "o", "black")])])
 
 
 def _copy_attention(copy: data.CopyRun, padding_mask: Callable) -> Figure:
-    n_heads = data.VIZ_TASK.n_heads
+    n_heads = copy_task.TASK.n_heads
     src, tgt_in = data.copy_example(copy.run)  # (1, n), (1, n + 1)
     cross, masked = data.copy_attention(copy.run.model, padding_mask, src, tgt_in, n_heads)
     source = [copy_task.format_tokens(t) for t in src[0, :, None]]  # one label per token

@@ -73,6 +73,13 @@ def _draw(figure: Figure) -> MplFigure:
     return fig
 
 
+def _scale(panel) -> tuple | None:
+    """What a heat map's colours mean: heat maps with one scale share a colour bar (None: no shared scale)."""
+    if not isinstance(panel, Heatmap) or panel.vmin is None or panel.vmax is None:
+        return None
+    return panel.cmap, panel.vmin, panel.vmax, panel.colorbar
+
+
 def _header(fig: MplFigure, figure: Figure, whose: list[str], note: list[str]) -> None:
     """The title, whose code drew the picture (green: yours, red: the reference) and the note, top down."""
     height = fig.get_figheight()
@@ -91,8 +98,9 @@ def _header(fig: MplFigure, figure: Figure, whose: list[str], note: list[str]) -
 
 
 def _same_rows(left, panel: Heatmap) -> bool:
+    """The heat map on the left has these rows and no colour bar of its own between them: label them once."""
     return isinstance(left, Heatmap) and left.rows == panel.rows and left.ylabel == panel.ylabel and (
-        left.values.shape[0] == panel.values.shape[0])
+        left.values.shape[0] == panel.values.shape[0]) and _scale(left) is not None and _scale(left) == _scale(panel)
 
 
 def _same_cols(below, panel: Heatmap) -> bool:
@@ -125,19 +133,21 @@ def _heatmap(ax, panel: Heatmap, hide_rows: bool, hide_cols: bool):
 
 
 def _colorbars(fig: MplFigure, images: list) -> None:
-    """One colour bar for heat maps on one scale, else one each."""
-    scales = {(p.cmap, p.vmin, p.vmax, p.colorbar) for _, p, _ in images}
-    if len(scales) == 1 and len(images) > 1 and images[0][1].vmin is not None:
-        fig.colorbar(images[0][2], ax=[ax for ax, _, _ in images], shrink=0.85, label=images[0][1].colorbar)
-        return
-    for ax, panel, image in images:
-        fig.colorbar(image, ax=ax, shrink=0.85, label=panel.colorbar)
+    """One colour bar for each run of neighbouring heat maps on one scale, at its right; one each otherwise."""
+    runs: list[list] = []
+    for image in images:
+        if runs and _scale(image[1]) is not None and _scale(runs[-1][-1][1]) == _scale(image[1]):
+            runs[-1].append(image)
+        else:
+            runs.append([image])
+    for run in runs:
+        fig.colorbar(run[0][2], ax=[ax for ax, _, _ in run], shrink=0.85, label=run[0][1].colorbar)
 
 
 def _lines(ax, panel: Lines) -> None:
     for series in panel.series:
         ax.plot(series.x, series.y, series.style, label=series.label, color=series.color, linewidth=1.8,
-                markersize=4)
+                markersize=series.markersize)
     if panel.logy:
         ax.set_yscale("log")
     if panel.ylim is not None:
