@@ -8,7 +8,7 @@ import json
 import click
 
 from kata import runner
-from kata.course import Course, CourseError, Kata, load_course
+from kata.course import Course, CourseError, CourseNotFound, Kata, load_course
 
 JSON_SCHEMA_VERSION = 1
 
@@ -23,6 +23,8 @@ def open_course() -> Course:
     """The course above the current folder (or at $KATA_COURSE); a UsageError naming each problem."""
     try:
         return load_course()
+    except CourseNotFound as exc:
+        raise UsageError(exc.problems[0]) from None
     except CourseError as exc:
         raise UsageError("course.toml is not valid:\n  " + "\n  ".join(exc.problems)) from None
 
