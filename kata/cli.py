@@ -16,7 +16,7 @@ import click
 
 from kata import __version__, runner, workspace
 from kata import progress as prog
-from kata.commands import UsageError, emit, json_option, open_course
+from kata.commands import UsageError, activation_hint, emit, json_option, open_course
 from kata.course import Course, CourseError, Kata, load_course
 from kata.nbgrader.cli import nbgrader_group, notebook_command
 from kata.stubs import derive_stub, strip_markers
@@ -405,6 +405,9 @@ def next_kata(as_json: bool) -> None:
     console.print(f"  read    [bold]kata show {kata.id}[/]")
     console.print(f"  edit    [cyan]{render.relative(kata.exercise)}[/]")
     console.print(f"  check   [bold]kata check {kata.id}[/]")
+    hint = activation_hint()
+    if hint:
+        console.print(f"[yellow]{hint}[/]")
 
 
 @main.command("progress")

@@ -402,7 +402,6 @@ class Watcher:
 
     def _footer(self) -> None:
         """The lines that close every screen: notes, what comes next, the keys."""
-        kata = self.kata
         for note in (self.advice[-1:] + self.notes)[-3:]:
             self.console.print(f"[yellow]{note}[/]")
         if self.result is not None and self.result.passed:
