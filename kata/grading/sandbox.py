@@ -1106,7 +1106,9 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread):
         """The parent's time budget ran out: write where the student's code is (their frames only). Not
         in the middle of a write of the hook's own: the parent asks again a moment later."""
         ident = get_ident()
-        if ident in busy or sampled:
+        # Only a real frame: this handler can be fetched (signal.getsignal) and called by the student's code
+        # with an object of theirs, whose attributes would then run while the hook looks away.
+        if ident in busy or sampled or s_type(frame) is not frame_type:
             return
         busy.add(ident)
         try:
@@ -1123,6 +1125,7 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread):
             busy.discard(ident)
 
     sampled: list = []
+    frame_type = types.FrameType
     import contextlib
     import signal
 
