@@ -406,8 +406,7 @@ def _outcome_panel(console: Console, result: KataResult) -> None:
 def _outcome_panel_for(result: KataResult) -> Panel:
     parts: list = [Text(result.message)]
     if result.frames:
-        label = {runner.SYNTAX_ERROR: "Where:", runner.FORBIDDEN: "Where:",
-                 runner.TIMEOUT: "Where your code was when time ran out:"}.get(result.outcome, "In your code:")
+        label = "Where:" if result.outcome in (runner.SYNTAX_ERROR, runner.FORBIDDEN) else "In your code:"
         parts.append(Text(label, style="bold"))
         parts.append(_frames(result.frames))
     if result.output:
