@@ -378,6 +378,9 @@ class Watcher:
         if self.result is None or show_list or whole.count("\n") < height:  # a last newline at the bottom scrolls
             return
         with console.capture() as capture:
+            if self.hints_shown:  # asked for: it stays in view
+                self.render.hint(console, self.kata, self.hints_shown, list(self.kata.hints[:self.hints_shown]),
+                                 keys=True)
             self._footer()
         footer = capture.get()
         console.rule("[dim]↑ the whole report, above · the essentials:[/]", style="dim")

@@ -68,27 +68,29 @@ def set_budget(root: Path, kata_id: str, seconds: int) -> None:
 
 
 class Tmux:
-    """A detached tmux session of a given size running one command; `screen()` is what a person sees."""
+    """A detached tmux session of a given size running one command, on a tmux server of its own (nothing
+    shared with the user's sessions or another test's); `screen()` is what a person sees."""
 
     def __init__(self, command: str, cwd: Path, env: dict[str, str], width: int = 80, height: int = 24):
         self.name = f"kata-test-{uuid.uuid4().hex[:8]}"
         exports = " ".join(f"{k}={shell_quote(v)}" for k, v in env.items())
         # The shell stays after the command so that its last screen can be read.
         script = f"cd {shell_quote(str(cwd))} && env {exports} {command}; echo '[exited '$?']'; sleep 600"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
+        self.tmux = ["tmux", "-L", self.name, "-f", os.devnull]
+        subprocess.run([*self.tmux, "new-session", "-d", "-s", self.name, "-x", str(width), "-y", str(height),
                         "bash", "-c", script], check=True)
 
     def screen(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name], capture_output=True, text=True,
-                              check=True).stdout
+        return subprocess.run([*self.tmux, "capture-pane", "-p", "-t", self.name], capture_output=True,
+                              text=True, check=True).stdout
 
     def history(self) -> str:
         """The screen and everything that scrolled above it."""
-        return subprocess.run(["tmux", "capture-pane", "-p", "-S", "-", "-t", self.name], capture_output=True,
+        return subprocess.run([*self.tmux, "capture-pane", "-p", "-S", "-", "-t", self.name], capture_output=True,
                               text=True, check=True).stdout
 
     def send(self, *keys: str) -> None:
-        subprocess.run(["tmux", "send-keys", "-t", self.name, *keys], check=True)
+        subprocess.run([*self.tmux, "send-keys", "-t", self.name, *keys], check=True)
 
     def wait_for(self, pattern: str, timeout: float = 180, every: float = 0.1) -> str:
         deadline = time.monotonic() + timeout
@@ -101,7 +103,7 @@ class Tmux:
             time.sleep(every)
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
 def shell_quote(text: str) -> str:

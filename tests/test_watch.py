@@ -263,6 +263,8 @@ def test_on_80x24_the_title_verdict_first_failure_and_keys_fit(course_root):
         tmux.wait_for(r"runs passed", timeout=TIMEOUT)
         screen = tmux.wait_for(r"q quit", timeout=30)
         history = tmux.history()
+        tmux.send("h")  # a hint asked for stays in view, with the verdict and the keys
+        hinted = tmux.wait_for(r"Hint 1 of 3", timeout=30)
         tmux.send("q")
     finally:
         tmux.close()
@@ -276,6 +278,8 @@ def test_on_80x24_the_title_verdict_first_failure_and_keys_fit(course_root):
     assert lines[-1].startswith("watching for saves · n next · h hint")
     # The rest scrolled: the whole report, with every row, is above the screen.
     assert "The output keeps the" in history and "The output keeps the" not in screen
+    assert "failed · 8/21 runs passed" in hinted and "Press h for the next one." in hinted
+    assert hinted.rstrip("\n").splitlines()[-1].startswith("watching for saves · n next")
 
 
 def test_inside_watch_the_next_steps_are_keys(course_root, monkeypatch):
