@@ -17,7 +17,7 @@ import click
 from kata import __version__, runner, workspace
 from kata import progress as prog
 from kata.capstone import TASK, TASKS
-from kata.commands import UsageError, emit, json_option, open_course
+from kata.commands import UsageError, activation_hint, emit, json_option, open_course
 from kata.course import Course, CourseError, Kata, load_course
 from kata.nbgrader.cli import nbgrader_group, notebook_command
 from kata.stubs import derive_stub, strip_markers
@@ -31,7 +31,11 @@ def _console(stderr: bool = False):
 
 
 def _kata(course: Course, key: str | None, states: dict | None = None) -> Kata:
+    """The kata named by `key`; without one, the kata whose folder the shell is in, else the current one."""
     if key is None:
+        here = course.kata_at(Path.cwd())
+        if here is not None:
+            return here
         progress = _progress(course)
         states = states if states is not None else progress.load()
         found = prog.current_kata(course.katas, states, progress.current())
@@ -109,10 +113,13 @@ def show(kata_id: str, as_json: bool) -> None:
               help="Where to run the checks: all means the CPU, plus CUDA when torch sees a GPU.")
 @click.option("--file", "file", type=click.Path(path_type=Path, dir_okay=False),
               help="Grade this file instead of the kata's exercise.py.")
+@click.option("--show-output", is_flag=True,
+              help="Show everything your code printed, in passing checks too (it is always captured).")
 @click.option("--debug", is_flag=True, help="Also print the grader's own log (for course authors).")
 @json_option
-def check(kata_id: str | None, device: str, file: Path | None, debug: bool, as_json: bool) -> None:
-    """Grade your exercise (the next kata when no ID is given).
+def check(kata_id: str | None, device: str, file: Path | None, show_output: bool, debug: bool,
+          as_json: bool) -> None:
+    """Grade your exercise (the kata whose folder you are in, else the current one, when no ID is given).
 
     Exit code: 0 passed, 1 failed, 2 usage or course error, 3 timeout, 4 crash, 5 internal error.
     """
@@ -120,11 +127,19 @@ def check(kata_id: str | None, device: str, file: Path | None, debug: bool, as_j
     progress = _progress(course)
     states = progress.load()
     kata = _kata(course, kata_id, states)
-    if not as_json:
-        # rich loads while the graders run: the report appears as soon as they finish.
-        threading.Thread(target=__import__, args=("kata.render",), daemon=True).start()
+    console = None
     try:
-        result = runner.run_kata(course, kata, file, devices=device)
+        if as_json or not sys.stdout.isatty():
+            if not as_json:
+                # rich loads while the graders run: the report appears as soon as they finish.
+                threading.Thread(target=__import__, args=("kata.render",), daemon=True).start()
+            result = runner.run_kata(course, kata, file, devices=device)
+        else:
+            from kata import render
+
+            console = _console()
+            with render.CheckProgress(console, kata) as live:
+                result = runner.run_kata(course, kata, file, devices=device, on_event=live.event)
     except KeyboardInterrupt:
         click.echo("interrupted: the check was cancelled", err=True)
         sys.exit(runner.EXIT_INTERRUPTED)
@@ -140,8 +155,9 @@ def check(kata_id: str | None, device: str, file: Path | None, debug: bool, as_j
     else:
         from kata import render
 
-        console = _console()
-        render.check_result(console, course, kata, result, unmet, progress.get(kata.id).hints_used)
+        console = console or _console()
+        render.check_result(console, course, kata, result, unmet, progress.get(kata.id).hints_used,
+                            show_output=show_output)
         if debug:
             render.debug_log(console, result)
     sys.exit(result.exit_code)
@@ -392,6 +408,9 @@ def next_kata(as_json: bool) -> None:
     console.print(f"  read    [bold]kata show {kata.id}[/]")
     console.print(f"  edit    [cyan]{render.relative(kata.exercise)}[/]")
     console.print(f"  check   [bold]kata check {kata.id}[/]")
+    hint = activation_hint()
+    if hint:
+        console.print(f"[yellow]{hint}[/]")
 
 
 @main.command("progress")

@@ -3,12 +3,17 @@ opening the course, and the `--json` option with its versioned output."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import sys
+from pathlib import Path
 
 import click
 
 from kata import runner
-from kata.course import Course, CourseError, Kata, load_course
+from kata.course import Course, CourseError, CourseNotFound, Kata, load_course
 
 JSON_SCHEMA_VERSION = 1
 
@@ -23,6 +28,8 @@ def open_course() -> Course:
     """The course above the current folder (or at $KATA_COURSE); a UsageError naming each problem."""
     try:
         return load_course()
+    except CourseNotFound as exc:
+        raise UsageError(exc.problems[0]) from None
     except CourseError as exc:
         raise UsageError("course.toml is not valid:\n  " + "\n  ".join(exc.problems)) from None
 
@@ -45,3 +52,20 @@ def emit(kind: str, payload: dict) -> None:
 
 json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print a JSON report instead (schema in the README).")
+
+
+def activation_hint(argv0: str | None = None, prefix: str | None = None) -> str | None:
+    """How to make `kata` a command, when this `kata` was run by its path (`.venv/bin/kata next`, the
+    README's first line) and typing `kata` would not find it; None when it would."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    if Path(argv0).stem != "kata":
+        return None  # python -m kata: whoever typed that knows where kata lives
+    found = shutil.which("kata")
+    if found is not None and Path(found).resolve() == Path(argv0).resolve():
+        return None
+    env = Path(sys.prefix if prefix is None else prefix)
+    with contextlib.suppress(ValueError):  # another drive, on Windows
+        env = Path(os.path.relpath(env))
+    if os.name == "nt":
+        return f"`kata` is not a command in this terminal yet: run {env / 'Scripts' / 'activate'} first."
+    return f"`kata` is not a command in this terminal yet: run `source {env / 'bin' / 'activate'}` first."

@@ -34,6 +34,10 @@ class CourseError(Exception):
         super().__init__("\n".join(problems))
 
 
+class CourseNotFound(CourseError):
+    """No `course.toml` where kata looked: not an invalid course, no course at all."""
+
+
 @dataclass(frozen=True)
 class Kata:
     id: str
@@ -112,6 +116,15 @@ class Course:
     def index(self, kata: Kata) -> int:
         return self.katas.index(kata)
 
+    def kata_at(self, folder: Path) -> Kata | None:
+        """The kata whose exercise folder is `folder` or holds it (`kata check` run in
+        `exercises/9.3-attention/` means 9.3); None elsewhere."""
+        here = Path(folder).resolve()
+        for kata in self.katas:
+            if here == kata.exercise_dir.resolve() or kata.exercise_dir.resolve() in here.parents:
+                return kata
+        return None
+
     def before(self, kata: Kata) -> tuple[Kata, ...]:
         return self.katas[: self.index(kata)]
 
@@ -133,15 +146,15 @@ def find_course_root(start: Path | None = None) -> Path:
     if env:
         root = Path(env).expanduser().resolve()
         if not (root / COURSE_FILE).is_file():
-            raise CourseError([f"KATA_COURSE={env}: no {COURSE_FILE} there"])
+            raise CourseNotFound([f"no course found: KATA_COURSE={env}, but there is no {COURSE_FILE} there"])
         return root
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
         if (folder / COURSE_FILE).is_file():
             return folder
-    raise CourseError([
-        f"no {COURSE_FILE} in {here} or any folder above it: run kata inside the course "
-        "(the folder you cloned) or set KATA_COURSE"
+    raise CourseNotFound([
+        f"no course found (looked for {COURSE_FILE} in {here} and above; run kata inside the course, the "
+        "folder you cloned, or set KATA_COURSE to it)"
     ])
 
 

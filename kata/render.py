@@ -6,15 +6,19 @@ Functions here take plain data (course, results, progress) and a `Console`; they
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 
 from rich import box
 from rich.console import Console, Group
+from rich.live import Live
 from rich.markdown import Markdown
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.progress_bar import ProgressBar
+from rich.spinner import Spinner
 from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
@@ -70,7 +74,7 @@ def relative(path: str | Path, root: Path | None = None) -> str:
     return str(path) if rel.startswith("..") else rel
 
 
-def _frames(frames: list[Frame], root: Path) -> Text:
+def _frames(frames: list[Frame]) -> Text:
     text = Text()
     for frame in frames:
         where = f"{relative(frame.file)}:{frame.line}"
@@ -125,11 +129,12 @@ def progress_report(console: Console, course: Course, states: dict[str, prog.Kat
 
 
 def check_result(console: Console, course: Course, kata: Kata, result: KataResult,
-                 unmet: list[Kata] | None = None, hints_used: int = 0) -> None:
-    """The whole report of one `kata check`; `hints_used`: the hint tiers the student has seen."""
-    title = Text.assemble(("Kata ", "bold"), (kata.id, "bold"), f" · {kata.title} · ",
-                          (relative(result.file), "cyan"))
-    console.print(title)
+                 unmet: list[Kata] | None = None, hints_used: int = 0, *, show_output: bool = False,
+                 keys: bool = False) -> None:
+    """The whole report of one `kata check`. `hints_used`: the hint tiers the student has seen;
+    `show_output`: everything the student's code printed, passing checks included; `keys`: inside
+    `kata watch`, where the next steps are keys, not commands."""
+    console.print(_title(kata, result))
     if unmet:
         ids = ", ".join(k.id for k in unmet)
         console.print(f"[yellow]Builds on {ids}, not passed yet.[/] Graded, this kata uses the reference "
@@ -137,10 +142,10 @@ def check_result(console: Console, course: Course, kata: Kata, result: KataResul
 
     if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION) or (
             result.outcome == runner.FORBIDDEN and not result.checks):
-        _outcome_panel(console, result, course.root)
+        _outcome_panel(console, result)
     elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR, runner.TAMPERED, runner.MEMORY):
         _checks_table(console, result)
-        _outcome_panel(console, result, course.root)
+        _outcome_panel(console, result)
     elif result.outcome == runner.NOT_IMPLEMENTED:
         where = {f"{relative(c.frames[-1].file)}:{c.frames[-1].line}" for c in result.checks if c.frames}
         console.print(Panel(
@@ -154,12 +159,102 @@ def check_result(console: Console, course: Course, kata: Kata, result: KataResul
         if result.outcome == runner.FORBIDDEN:
             # One forbidden call explains every check that reached it.
             failures = [c for c in failures if c.status == protocol.FORBIDDEN][:1]
+        for panel in _diagnosis_panels(failures):
+            console.print(panel)
         for check in _distinct(failures)[:MAX_DETAILED_FAILURES]:
-            _failure_panel(console, check, course.root)
+            console.print(_failure_panel(check))
         if len(_distinct(failures)) > MAX_DETAILED_FAILURES:
             console.print(f"[dim]… and {len(_distinct(failures)) - MAX_DETAILED_FAILURES} more failures "
                           "like these; fix the ones above first.[/]")
-    _footer(console, kata, result, hints_used)
+    _printed(console, result, show_output, keys)
+    _footer(console, kata, result, hints_used, keys)
+
+
+def _title(kata: Kata, result: KataResult) -> Text:
+    return Text.assemble(("Kata ", "bold"), (kata.id, "bold"), f" · {kata.title} · ", (relative(result.file), "cyan"))
+
+
+def _shown_failures(result: KataResult) -> list[Check]:
+    """The failing checks whose panels the report shows (their output is shown in them)."""
+    if result.outcome not in (runner.FAILED, runner.FORBIDDEN):
+        return []
+    failures = [c for c in result.checks if not c.passed]
+    if result.outcome == runner.FORBIDDEN:
+        failures = [c for c in failures if c.status == protocol.FORBIDDEN][:1]
+    return _distinct(failures)[:MAX_DETAILED_FAILURES]
+
+
+def check_essentials(console: Console, course: Course, kata: Kata, result: KataResult, height: int) -> None:
+    """The report cut to `height` lines: the title, the verdict, and the first thing to fix (`kata watch`
+    on a small terminal, below the whole report, which scrolls)."""
+    console.print(_title(kata, result))
+    console.print(_verdict(result), style="dim")
+    first: list[Panel] = []
+    shown = _shown_failures(result)
+    if shown:
+        first = [*_diagnosis_panels([c for c in result.checks if not c.passed])[:1], _failure_panel(shown[0])]
+    elif result.outcome not in (runner.PASSED, runner.NOT_IMPLEMENTED, runner.FAILED):
+        first = [_outcome_panel_for(result)]
+    lines = console.render_lines(Group(*first), console.options.update(height=None), pad=False) if first else []
+    cut = len(lines) > height
+    for line in lines[:max(0, height - cut)]:
+        console.print(Text("").join(Text(seg.text, style=seg.style) for seg in line))
+    if cut and height > 0:
+        console.print("[dim]… the rest is in the whole report above (scroll up)[/]")
+
+
+class CheckProgress:
+    """The live line while a kata is graded: checks done / total, the check running, the time so far.
+    `event` takes the grading child's records as they arrive (from the runner's reader thread); the line
+    is drawn only on a terminal, and leaves nothing behind when the report replaces it."""
+
+    def __init__(self, console: Console, kata: Kata):
+        self.console, self.kata = console, kata
+        self.started = time.monotonic()
+        self.total: int | None = None
+        self.done = self.failing = 0
+        self.current = "starting the grading process"
+        self.lock = threading.Lock()
+        self.spinner = Spinner("dots", style="cyan")
+        self.live = Live(self, console=console, transient=True, refresh_per_second=8) if console.is_terminal else None
+
+    def __enter__(self) -> CheckProgress:
+        if self.live is not None:
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def event(self, record: dict) -> None:
+        with self.lock:
+            kind = record.get("event")
+            if kind == "session":
+                self.current = "importing your file"
+            elif kind == "import":
+                self.total = record.get("checks")
+                self.current = "your file is imported"
+            elif kind == "begin":
+                self.current = str(record.get("title") or record.get("id"))
+            elif kind == "check":
+                self.done += 1
+                self.failing += record.get("status") != protocol.PASSED
+
+    def line(self) -> Text:
+        with self.lock:
+            count = f"{self.done}/{self.total}" if self.total is not None else f"{self.done}"
+            text = Text.assemble((f"Kata {self.kata.id}", "bold"), " · ", (f"{count} runs", "bold"))
+            if self.failing:
+                text.append(f" · {self.failing} not passed", style="red")
+            text.append(f" · {time.monotonic() - self.started:.1f} s · ", style="dim")
+            text.append(self.current)
+        text.truncate(max(10, self.console.width - 3), overflow="ellipsis")  # one line, beside the spinner
+        return text
+
+    def __rich__(self):
+        self.spinner.update(text=self.line())
+        return self.spinner
 
 
 def _family(check: Check) -> str:
@@ -178,47 +273,123 @@ def _distinct(checks: list[Check]) -> list[Check]:
     return out
 
 
+POINT_DECIMALS = 2
+
+
+def points_text(value: float) -> str:
+    """Points as the report writes them: at most two decimals, no trailing zeros (1.25, 0.6, 10)."""
+    text = f"{value:.{POINT_DECIMALS}f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def apportion(values: list[float], decimals: int = POINT_DECIMALS) -> list[float]:
+    """`values` rounded to `decimals` so that they add up to their sum rounded the same way (the largest
+    remainder method): rows of points that add up to the total printed under them."""
+    scale = 10 ** decimals
+    target = round(sum(values) * scale)
+    floors = [int(v * scale + 1e-9) for v in values]
+    order = sorted(range(len(values)), key=lambda i: values[i] * scale - floors[i], reverse=True)
+    for i in order[:max(0, target - sum(floors))]:
+        floors[i] += 1
+    return [f / scale for f in floors]
+
+
 def _checks_table(console: Console, result: KataResult) -> None:
-    """One row per family of checks, with each parametrisation (device, dtype) marked on its own."""
+    """One row per family of checks: each run (device, dtype) marked on its own, how many of its runs
+    passed, and its points (earned of worth), rounded so that the rows add up to the totals below."""
     if not result.checks:
         return
     families: dict[str, list[Check]] = defaultdict(list)
     for check in result.checks:
         families[_family(check)].append(check)
-    table = Table(box=None, show_header=False, padding=(0, 1))
+    worth = apportion([sum(c.points for c in checks) for checks in families.values()])
+    void = result.outcome == runner.TAMPERED  # the run's checks do not count
+    earned = apportion([0.0 if void else sum(c.points for c in checks if c.passed) for checks in families.values()])
+    table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1))
     table.add_column(width=1)
-    table.add_column(ratio=3)
-    table.add_column(ratio=2)
-    table.add_column(justify="right", style="dim", no_wrap=True)
-    for family, checks in families.items():
+    table.add_column("check", ratio=3)
+    table.add_column("runs", ratio=1)
+    table.add_column("passed", justify="right", no_wrap=True)
+    table.add_column("points", justify="right", style="dim", no_wrap=True)
+    for (family, checks), row_worth, row_earned in zip(families.items(), worth, earned, strict=True):
         worst = next((c for c in checks if not c.passed), checks[0])
         mark, style = CHECK_STYLE.get(worst.status, ("?", "red"))
-        variants = Text()
+        # Each run marked on its own where they differ; where they agree, the row's mark says it for all.
+        mixed = len({c.status for c in checks}) > 1
+        variants = Text(style="dim")
         for check in checks:
             label = check.title[len(family):].strip(" []")
-            if label:
-                variants.append(label + " ", style=CHECK_STYLE.get(check.status, ("?", "red"))[1])
-        points = sum(c.points for c in checks)
+            if label and mixed:
+                run_mark, run_style = CHECK_STYLE.get(check.status, ("?", "red"))
+                variants.append(f"{run_mark} {label} ", style=run_style)
+            elif label:
+                variants.append(f"{label} ")
+        passed = sum(c.passed for c in checks)
+        points = points_text(row_worth) if passed == len(checks) and not void else (
+            f"{points_text(row_earned)}/{points_text(row_worth)}")
         table.add_row(Text(mark, style=style), Text(family, style=None if worst.passed else style), variants,
-                      f"{points:.2g} pt")
+                      Text(f"{passed}/{len(checks)}", style=None if worst.passed else style), f"{points} pt")
     console.print(table)
 
 
-def _failure_panel(console: Console, check: Check, root: Path) -> None:
+def _diagnosis_panels(failures: list[Check]) -> list[Panel]:
+    """One "Looks like" box per classic mistake recognised, naming every check that shows it."""
+    families: dict[str, list[str]] = {}
+    for check in failures:
+        for diagnosis in _unique_diagnoses(check):
+            seen = families.setdefault(diagnosis["explanation"], [])
+            if _family(check) not in seen:
+                seen.append(_family(check))
+    panels = []
+    for explanation, names in families.items():
+        label = "the check" if len(names) == 1 else f"{len(names)} checks"
+        body = Text(explanation)
+        body.append(f"\nSeen in {label}: ", style="dim")
+        body.append("; ".join(names), style="dim")
+        panels.append(Panel(body, title="Looks like", border_style="yellow", title_align="left"))
+    return panels
+
+
+def _failure_panel(check: Check) -> Panel:
     parts: list = [Text(check.message or "check failed")]
-    for diagnosis in _unique_diagnoses(check):
-        parts.append(Text.assemble(("Looks like: ", "bold yellow"), diagnosis["explanation"]))
     if check.frames:
         parts.append(Text("In your code:", style="bold"))
-        parts.append(_frames(check.frames, root))
+        parts.append(_frames(check.frames))
     if check.output:
         parts.append(Text("Your code printed:", style="bold"))
         parts.append(Text(check.output.rstrip(), style="dim"))
     mark, style = CHECK_STYLE.get(check.status, ("?", "red"))
     label = {protocol.ERROR: "exception in your code", protocol.FORBIDDEN: "forbidden built-in"}.get(
         check.status, check.status)
-    console.print(Panel(Group(*parts), title=f"{mark} {check.title}", subtitle=label, border_style=style,
-                        title_align="left"))
+    return Panel(Group(*parts), title=f"{mark} {check.title}", subtitle=label, border_style=style,
+                 title_align="left")
+
+
+def _printed(console: Console, result: KataResult, show: bool, keys: bool) -> None:
+    """What the student's code printed that the report has not shown yet: at import time (always shown),
+    and in checks without a panel of their own (shown with `show`, else counted and how to see it said)."""
+    if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION, runner.TIMEOUT,
+                          runner.CRASH, runner.INTERNAL_ERROR, runner.TAMPERED, runner.MEMORY) or (
+            result.outcome == runner.FORBIDDEN and not result.checks):
+        return  # the outcome panel shows the import's output
+    if result.output.strip():
+        console.print(Panel(Text(result.output.rstrip(), style="dim"), title="Your module printed when imported",
+                            border_style="dim", title_align="left"))
+    shown = {c.id for c in _shown_failures(result)}
+    rest = [c for c in result.checks if c.output.strip() and c.id not in shown]
+    if not rest:
+        return
+    if show:
+        body = Text()
+        for check in rest:
+            body.append(check.title + "\n", style="bold")
+            body.append(check.output.rstrip() + "\n", style="dim")
+        console.print(Panel(body, title="Your code printed, check by check", border_style="dim",
+                            title_align="left"))
+        return
+    how = "press o to see it" if keys else "`kata check --show-output` shows it"
+    console.print(f"[dim]Your code printed in {len(rest)} more check{'s' if len(rest) > 1 else ''} "
+                  f"(captured): {how}.[/]")
 
 
 def _unique_diagnoses(check: Check) -> list[dict]:
@@ -230,44 +401,57 @@ def _unique_diagnoses(check: Check) -> list[dict]:
     return out
 
 
-def _outcome_panel(console: Console, result: KataResult, root: Path) -> None:
+def _outcome_panel(console: Console, result: KataResult) -> None:
+    console.print(_outcome_panel_for(result))
+
+
+def _outcome_panel_for(result: KataResult) -> Panel:
     parts: list = [Text(result.message)]
     if result.frames:
         label = "Where:" if result.outcome in (runner.SYNTAX_ERROR, runner.FORBIDDEN) else "In your code:"
         parts.append(Text(label, style="bold"))
-        parts.append(_frames(result.frames, root))
+        parts.append(_frames(result.frames))
     if result.output:
         parts.append(Text("Your code printed:", style="bold"))
         parts.append(Text(result.output.rstrip(), style="dim"))
     if result.outcome == runner.INTERNAL_ERROR:
         parts.append(Text("This is a bug in the course, not in your code: please report it "
                           "(`kata check --debug` shows the grader's log).", style="italic"))
-    console.print(Panel(Group(*parts), title=OUTCOME_TITLE[result.outcome], border_style="red", title_align="left"))
+    return Panel(Group(*parts), title=OUTCOME_TITLE[result.outcome], border_style="red", title_align="left")
 
 
-def _footer(console: Console, kata: Kata, result: KataResult, hints_used: int) -> None:
+def _verdict(result: KataResult) -> str:
     n_passed = sum(c.passed for c in result.checks)
-    parts = []
+    parts = [OUTCOME_TITLE[result.outcome]]
     if result.checks:
-        parts.append(f"{n_passed}/{len(result.checks)} checks passed · {result.points:.3g} of "
-                     f"{result.max_points:g} points")
+        parts.append(f"{n_passed}/{len(result.checks)} runs passed · {points_text(result.points)} of "
+                     f"{points_text(result.max_points)} points")
     parts.append(f"{result.seconds:.1f} s")
     if result.devices:
         parts.append("devices: " + ", ".join(result.devices))
-    console.print(" · ".join(parts), style="dim")
+    return " · ".join(parts)
+
+
+def _footer(console: Console, kata: Kata, result: KataResult, hints_used: int = 0, keys: bool = False) -> None:
+    console.print(_verdict(result), style="dim")
     if result.cuda_available is not None and not result.cuda_verified:
         reason = "no GPU visible to torch" if not result.cuda_available else "--device cpu"
         console.print(f"[yellow]CUDA not verified[/] ({reason}).")
     if result.passed:
-        console.print(f"[green bold]✓ Kata {kata.id} passed.[/] `kata next` shows what comes next.")
+        after = "" if keys else " `kata next` shows what comes next."
+        console.print(f"[green bold]✓ Kata {kata.id} passed.[/]{after}")
     elif result.outcome not in (runner.INTERNAL_ERROR,):
-        console.print(f"Stuck? {_hint_offer(kata, hints_used)}", style="dim")
+        console.print(f"Stuck? {_hint_offer(kata, hints_used, keys)}", style="dim")
 
 
-def _hint_offer(kata: Kata, hints_used: int) -> str:
-    """What more help there is: the next hint tier while there is one, then the reference solution."""
+def _hint_offer(kata: Kata, hints_used: int, keys: bool) -> str:
+    """What more help there is: the next hint tier while there is one, then the reference solution;
+    inside `kata watch` (`keys`) as keys, not commands."""
     if hints_used < len(kata.hints):
-        return f"[bold]kata hint {kata.id}[/] reveals hint {hints_used + 1} of {len(kata.hints)}."
+        how = "press [bold]h[/] to reveal" if keys else f"[bold]kata hint {kata.id}[/] reveals"
+        return f"{how} hint {hints_used + 1} of {len(kata.hints)}."
+    if keys:
+        return "You have seen every hint (press [bold]h[/] to see them again)."
     return (f"You have seen every hint ([bold]kata hint {kata.id}[/] shows them again); "
             f"[bold]kata solution {kata.id}[/] shows the reference.")
 
@@ -277,7 +461,8 @@ def debug_log(console: Console, result: KataResult) -> None:
         console.print(Panel(Text(result.log), title="grader log (for course authors)", border_style="dim"))
 
 
-def hint(console: Console, kata: Kata, tier: int, shown: list[str]) -> None:
+def hint(console: Console, kata: Kata, tier: int, shown: list[str], keys: bool = False) -> None:
+    """The hints shown so far; `keys`: inside `kata watch`, where the next one is a key away."""
     names = ("concept", "approach", "near-solution")
     for number, text in enumerate(shown, start=1):
         label = names[number - 1] if number <= len(names) else f"tier {number}"
@@ -288,7 +473,8 @@ def hint(console: Console, kata: Kata, tier: int, shown: list[str]) -> None:
         console.print(f"[dim]That was the last hint: there is no next one. `kata solution {kata.id}` shows the "
                       "reference.[/]")
     else:
-        console.print(f"[dim]`kata hint {kata.id}` again for hint {tier + 1} of {len(kata.hints)}.[/]")
+        console.print(f"[dim]Press h for hint {tier + 1} of {len(kata.hints)}.[/]" if keys else
+                      f"[dim]`kata hint {kata.id}` again for hint {tier + 1} of {len(kata.hints)}.[/]")
 
 
 def solution(console: Console, kata: Kata, source: str) -> None:

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -59,6 +60,7 @@ _EXIT_CODES = {PASSED: EXIT_PASSED, TIMEOUT: EXIT_TIMEOUT, CRASH: EXIT_CRASH, ME
 LOG_HEAD = 2000  # characters of the child's own output kept from its start...
 LOG_TAIL = 4000  # ...and from its end
 RESULTS_LIMIT = 32 * 1024 * 1024  # bytes of results read at most (a real run writes a few hundred KB)
+STACK_TRIES, STACK_WAIT_S = 4, 0.25  # asking a timed-out child where it is: 1 s at most
 
 
 @dataclass
@@ -164,6 +166,7 @@ class _Drain(threading.Thread):
                 if room > 0:
                     self.head += chunk[:room]
                     chunk = chunk[room:]
+                    self.received()
                 if not chunk:
                     continue
                 if not self.tail_limit:
@@ -176,12 +179,40 @@ class _Drain(threading.Thread):
         finally:
             os.close(self.fd)
 
+    def received(self) -> None:
+        """More of the head arrived."""
+
     def text(self) -> str:
         head = self.head.decode("utf-8", errors="replace")
         if not self.dropped and not self.tail:
             return head
         gap = f"\n… {self.dropped:,} bytes not kept …\n" if self.dropped else ""
         return head + gap + self.tail.decode("utf-8", errors="replace")
+
+
+class _Results(_Drain):
+    """The results pipe: kept whole (up to `RESULTS_LIMIT`), each complete line verified as it arrives
+    and its record handed to `on_event` (the live line of `kata check`); `stacked` is set when the
+    child's stack sample arrives."""
+
+    def __init__(self, fd: int, key: bytes, on_event: Callable[[dict], None] | None):
+        self.verifier = protocol.Verifier(key)
+        self.on_event = on_event
+        self.stacked = threading.Event()
+        self.fed = 0  # bytes of `head` already split into lines
+        super().__init__(fd, RESULTS_LIMIT)
+
+    def received(self) -> None:
+        while (end := self.head.find(b"\n", self.fed)) >= 0:
+            record = self.verifier.feed(bytes(self.head[self.fed:end]))
+            self.fed = end + 1
+            if record is None:
+                continue
+            if record["event"] == "stack":
+                self.stacked.set()
+            if self.on_event is not None:
+                with contextlib.suppress(Exception):  # a display problem never costs the grade
+                    self.on_event(record)
 
 
 def precheck(kata: Kata, path: Path) -> KataResult | None:
@@ -214,19 +245,22 @@ class Cancelled(Exception):
 
 def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices: str = "all",
              seed: int = 0, timeout: float | None = None, memory_mb: int | None = None,
-             graders: Path | None = None, cancel: threading.Event | None = None) -> KataResult:
+             graders: Path | None = None, cancel: threading.Event | None = None,
+             on_event: Callable[[dict], None] | None = None) -> KataResult:
     """Grade `student` (the kata's exercise by default) and return its structured result.
 
     `graders` runs the graders of another folder (an nbgrader notebook's hidden tests) instead of the
     kata's own; `timeout` and `memory_mb` override the kata's time budget and memory limit. Setting
-    `cancel` (from another thread) ends the grading child and raises `Cancelled`."""
+    `cancel` (from another thread) ends the grading child and raises `Cancelled`. `on_event` is called
+    (from another thread) with each verified record as the child writes it (`kata.grading.protocol`)."""
     path = (student or kata.exercise).resolve()
     started = time.perf_counter()
     early = precheck(kata, path)
     if early is not None:
         early.seconds = time.perf_counter() - started
         return early
-    run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders)
+    run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
+               on_event=on_event)
     return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
 
 
@@ -234,7 +268,7 @@ class _Run:
     """One grading child: started, then waited for (under the budget) and its results interpreted."""
 
     def __init__(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, memory_mb: int | None,
-                 graders: Path | None, wait: bool = False):
+                 graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None):
         self.kata, self.path = kata, path
         self.memory = kata.memory_mb if memory_mb is None else memory_mb
         self.key = secrets.token_bytes(32)
@@ -262,7 +296,7 @@ class _Run:
         finally:
             for fd in passed:
                 os.close(fd)
-        self.results = _Drain(results_read, RESULTS_LIMIT)
+        self.results = _Results(results_read, self.key, on_event)
         self.log = _Drain(os.dup(self.child.stdout.fileno()), LOG_HEAD, LOG_TAIL)
         self.child.stdout.close()
 
@@ -303,13 +337,27 @@ class _Run:
                     raise Cancelled from None
         return self.child.poll() is None
 
+    def _sample_stack(self) -> None:
+        """Ask the child where the student's code is (`protocol.STACK_SIGNAL`), and give it a moment to
+        say: a Python loop answers within milliseconds; a long C call (a huge matmul) may not in time."""
+        number = getattr(signal, protocol.STACK_SIGNAL, None)
+        if number is None:
+            return
+        for _ in range(STACK_TRIES):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.child.pid, number)
+            if self.results.stacked.wait(STACK_WAIT_S) or not self.alive():
+                return
+
     def finish(self, budget: float, started: float, cancel: threading.Event | None = None) -> KataResult:
         try:
             timed_out = self._wait(budget, cancel)
+            if timed_out:
+                self._sample_stack()
         finally:
             # Also on Ctrl-C: the child's whole process group goes, then the interrupt goes on.
             self.close()
-        stream = protocol.verify_lines(bytes(self.results.head), self.key)
+        stream = self.results.verifier.stream
         if self.results.dropped:
             stream.problems.append(f"the results ran past {RESULTS_LIMIT:,} bytes")
         result = _interpret(self.kata, self.path, stream, self.child.returncode, timed_out, budget, self.log.text())
@@ -332,16 +380,20 @@ class Prepared:
     def alive(self) -> bool:
         return not self.used and self._run.alive()
 
-    def run(self, timeout: float | None = None) -> KataResult | None:
+    def run(self, timeout: float | None = None, on_event: Callable[[dict], None] | None = None) -> KataResult | None:
         """Grade the kata's exercise as it is now; None if this child cannot (it died: start another).
 
-        A file that does not parse or names a forbidden built-in is refused without using the child."""
+        A file that does not parse or names a forbidden built-in is refused without using the child.
+        `on_event`: as for `run_kata`, from the import of the student's file on."""
         started = time.perf_counter()
         early = precheck(self.kata, self._run.path)
         if early is not None:
             early.seconds = time.perf_counter() - started
             return early
-        if self.used or not self.alive() or not self._run.start():
+        if self.used or not self.alive():
+            return None
+        self._run.results.on_event = on_event  # before the child goes on: no record is missed
+        if not self._run.start():
             return None
         self.used = True
         return self._run.finish(self.kata.time_budget_s if timeout is None else timeout, started)
@@ -369,6 +421,23 @@ def _frames(records: list[dict]) -> list[Frame]:
     return [Frame(**r) for r in records]
 
 
+def _stack_frames(stack: dict | None, path: Path) -> list[Frame]:
+    """The frames of a `stack` record, each with its line read here from the student's file (the child
+    sends frames in the student's files only; any other file is not read)."""
+    if stack is None:
+        return []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    frames = []
+    for record in stack.get("frames", []):
+        file, line = str(record.get("file", "")), int(record.get("line") or 0)
+        code = lines[line - 1].strip() if file == str(path) and 0 < line <= len(lines) else ""
+        frames.append(Frame(file, line, str(record.get("function", "")), code))
+    return frames
+
+
 def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int, timed_out: bool,
                budget: float, log: str) -> KataResult:
     events = stream.events
@@ -381,7 +450,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
     result.seed = session.get("seed", 0)
     result.threads = session.get("threads")
 
-    begun: list[str] = []
+    begun: dict[str, str] = {}  # id -> title of each check that started
     announced: int | None = None
     imported = None
     for event in events:
@@ -390,7 +459,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
             announced = event.get("checks")
             imported = event
         elif event["event"] == "begin":
-            begun.append(event["id"])
+            begun[event["id"]] = event.get("title") or event["id"]
         elif event["event"] == "check":
             fields = {k: v for k, v in event.items() if k in _CHECK_FIELDS}
             fields["frames"] = _frames(fields.get("frames", []))
@@ -398,7 +467,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
     _score(kata, result)
     finished = {c.id for c in result.checks}
     running = next((cid for cid in reversed(begun) if cid not in finished), None)
-    during = f" (during check {running})" if running else ""
+    during = f" (during check {running}: \"{begun[running]}\")" if running else ""
     tampering = [e for e in events if e["event"] == "tamper"]
 
     if stream.problems or tampering:
@@ -421,6 +490,13 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
     if timed_out:
         result.outcome = TIMEOUT
         result.message = f"ran longer than {budget:g} s, the kata's time budget{during}: an infinite loop?"
+        stack = next((e for e in events if e["event"] == "stack"), None)
+        result.frames = _stack_frames(stack, path)
+        if result.frames:
+            last = result.frames[-1]
+            result.message += f" When time ran out, your code was at line {last.line} ({last.function})."
+        elif stack is not None:
+            result.message += " When time ran out, none of your code was running (the graders were)."
     elif returncode == MEMORY_EXIT_CODE:
         result.outcome = MEMORY
         result.message = f"used more memory than the kata's limit{during}"

@@ -3,7 +3,12 @@
 The screen holds one kata at a time: its latest result and a line of keys. The session moves to the
 next kata only when the student asks:
 
-    n  next kata      h  next hint      l  the list of katas      c  check again      q  quit
+    n  next kata   h  next hint   l  the list of katas   o  what your code printed   c  check again   q  quit
+
+Each result replaces the screen: a check that is running or was cancelled never leaves an earlier
+verdict on screen as if it were current. Inside the session the next steps are keys, not commands. When
+the report is taller than the terminal, the whole of it scrolls up and the essentials (the kata, the
+verdict, the first thing to fix, the keys) are drawn again below it, so that they fit on the screen.
 
 Saves are seen through file-system events (`watchfiles`). Some file systems send none (WSL's /mnt/c,
 network drives, some containers): the session also notices a changed modification time, checks the
@@ -34,7 +39,7 @@ from kata import progress as prog
 from kata import runner
 from kata.course import Course, Kata
 
-KEYS = "n next · h hint · l list · c check again · q quit"
+KEYS = "n next · h hint · l list · o output · c check · q quit"  # with the mode, one line of 80 columns
 POLL_MS = 500  # --poll: how often the file is looked at
 MISSED_EVENT_S = 2.5  # a changed mtime with no event for this long: events do not work here
 DEBOUNCE_MS = 150  # editors write a file in several steps
@@ -139,7 +144,10 @@ class Watcher:
         self.saves: _Saves | None = None
         self.prepared: runner.Prepared | None = None  # the next check's process, started ahead
         self.result: runner.KataResult | None = None
-        self.notes: list[str] = []
+        self.cancelled = False  # the last check was cancelled: there is no current verdict
+        self.show_output = False
+        self.notes: list[str] = []  # about the current state: replaced with the next result
+        self.advice: list[str] = []  # about the session (saves without events): kept
         self.hints_shown = 0
         self.known_mtime: int | None = None
         self.pending_since: float | None = None  # when a changed mtime was first seen without an event
@@ -195,12 +203,12 @@ class Watcher:
             self.prepared.close()
             self.prepared = None
 
-    def _grade(self, kata: Kata) -> runner.KataResult:
+    def _grade(self, kata: Kata, on_event=None) -> runner.KataResult:
         prepared, self.prepared = self.prepared, None
         result = None
         if prepared is not None and prepared.kata is kata:
             try:
-                result = prepared.run()
+                result = prepared.run(on_event=on_event)
             except BaseException:
                 prepared.close()
                 raise
@@ -211,7 +219,7 @@ class Watcher:
         elif prepared is not None:
             prepared.close()
         if result is None:
-            result = runner.run_kata(self.course, kata, devices=self.device)
+            result = runner.run_kata(self.course, kata, devices=self.device, on_event=on_event)
         return result
 
     def _switch(self, kata: Kata) -> None:
@@ -251,7 +259,7 @@ class Watcher:
         elif event.kind == "missed":
             self._check()
         elif event.kind == "error":
-            self.notes.append(event.value + " (`kata watch --poll` looks for saves without events)")
+            self.advice.append(event.value + " (`kata watch --poll` looks for saves without events)")
             self._draw()
         elif event.kind == "key":
             return self._key(event.value)
@@ -280,8 +288,8 @@ class Watcher:
         if time.monotonic() - self.pending_since < MISSED_EVENT_S:
             return
         self.known_mtime, self.pending_since = now, None
-        if not self.poll:
-            self.notes.append("Your save reached kata only by looking at the file's time: this file system sends "
+        if not self.poll and not self.advice:
+            self.advice.append("Your save reached kata only by looking at the file's time: this file system sends "
                               "no change events (WSL on /mnt/c, a network drive, a container?). Run "
                               "`kata watch --poll` to see saves at once.")
         self.events.put(_Event("missed"))
@@ -310,6 +318,9 @@ class Watcher:
             self._draw()
         elif key == "l":
             self._draw(show_list=True)
+        elif key == "o":
+            self.show_output = not self.show_output
+            self._draw()
         return None
 
     def _passed(self, kata: Kata) -> bool:
@@ -324,13 +335,16 @@ class Watcher:
 
     def _check(self) -> None:
         kata = self.kata
+        # From here until a result arrives there is no current verdict: the earlier one leaves the screen.
+        self.result, self.cancelled, self.notes = None, False, []
         self.console.clear()
         self._header()
         self.console.print(f"[dim]checking {self.render.relative(kata.exercise)}… (Ctrl-C cancels the check)[/]")
         try:
-            result = self._grade(kata)
+            with self.render.CheckProgress(self.console, kata) as live:
+                result = self._grade(kata, live.event)
         except KeyboardInterrupt:
-            self.notes.append("Check cancelled. Save the file or press c to check again.")
+            self.cancelled = True
             self._draw()
             self._prepare()
             return
@@ -347,19 +361,52 @@ class Watcher:
                            f"[bold]{kata.id}[/] {kata.title}")
 
     def _draw(self, show_list: bool = False) -> None:
-        kata = self.kata
-        self.console.clear()
+        """The screen: the whole report; where it is taller than the terminal, the essentials again below
+        it (what scrolls away is the report's detail, never the verdict or the keys)."""
+        console = self.console
+        with console.capture() as capture:
+            self._header()
+            if show_list:
+                self.render.kata_list(console, self.course, self.progress.load(), self.kata.id)
+            self._report()
+            self._footer()
+        whole = capture.get()
+        console.clear()
+        console.file.write(whole)
+        console.file.flush()
+        height = console.size.height
+        if self.result is None or show_list or whole.count("\n") < height:  # a last newline at the bottom scrolls
+            return
+        with console.capture() as capture:
+            if self.hints_shown:  # asked for: it stays in view
+                self.render.hint(console, self.kata, self.hints_shown, list(self.kata.hints[:self.hints_shown]),
+                                 keys=True)
+            self._footer()
+        footer = capture.get()
+        console.rule("[dim]↑ the whole report, above · the essentials:[/]", style="dim")
         self._header()
-        if show_list:
-            states = self.progress.load()
-            self.render.kata_list(self.console, self.course, states, kata.id)
+        # Below the rule and the header: the title, the verdict, the first panel and the footer, and a line
+        # free for the cursor.
+        room = height - 5 - footer.count("\n")
+        self.render.check_essentials(console, self.course, self.kata, self.result, room)
+        console.file.write(footer)
+        console.file.flush()
+
+    def _report(self) -> None:
+        kata = self.kata
+        if self.cancelled:
+            self.console.print("[yellow]Check cancelled: no result.[/] Save the file or press c to check again.")
         if self.result is not None:
             unmet = prog.unmet(self.course.prerequisites(kata), self.progress.load())
             self.render.check_result(self.console, self.course, kata, self.result, unmet,
-                                     self.progress.get(kata.id).hints_used)
+                                     self.progress.get(kata.id).hints_used, show_output=self.show_output,
+                                     keys=True)
         if self.hints_shown:
-            self.render.hint(self.console, kata, self.hints_shown, list(kata.hints[:self.hints_shown]))
-        for note in self.notes[-3:]:
+            self.render.hint(self.console, kata, self.hints_shown, list(kata.hints[:self.hints_shown]), keys=True)
+
+    def _footer(self) -> None:
+        """The lines that close every screen: notes, what comes next, the keys."""
+        for note in (self.advice[-1:] + self.notes)[-3:]:
             self.console.print(f"[yellow]{note}[/]")
         if self.result is not None and self.result.passed:
             following = self._following()
@@ -368,4 +415,4 @@ class Watcher:
             else:
                 self.console.print(f"[green]Press n for the next kata: {following.id} {following.title}.[/]")
         mode = "polling every 0.5 s" if self.poll else "watching for saves"
-        self.console.print(f"[dim]{mode}: {self.render.relative(kata.exercise)} · {KEYS}[/]")
+        self.console.print(f"[dim]{mode} · {KEYS}[/]")

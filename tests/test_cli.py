@@ -192,4 +192,6 @@ def test_real_executable_finds_the_course_from_a_subfolder(course_root, monkeypa
 def test_outside_a_course_is_a_usage_error(tmp_path, monkeypatch):
     monkeypatch.delenv("KATA_COURSE", raising=False)
     result = subprocess.run([kata_exe(), "list"], capture_output=True, text=True, cwd=tmp_path, timeout=60)
-    assert result.returncode == 2 and "no course.toml" in result.stderr
+    assert result.returncode == 2
+    assert f"no course found (looked for course.toml in {tmp_path.resolve()} and above" in result.stderr
+    assert "KATA_COURSE" in result.stderr and "not valid" not in result.stderr

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from kata.course import CourseError, find_course_root, load_course
+from kata.course import CourseError, CourseNotFound, find_course_root, load_course
 
 
 def edit_toml(root, old: str, new: str, count: int = 1) -> None:
@@ -63,7 +63,7 @@ def test_found_by_walking_up_from_a_subfolder(course_root, monkeypatch):
 def test_no_course_anywhere_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.delenv("KATA_COURSE", raising=False)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(CourseError, match=r"no course\.toml in .* or any folder above it"):
+    with pytest.raises(CourseNotFound, match=r"no course found \(looked for course\.toml in .* and above; .*KATA_CO"):
         find_course_root()
 
 
@@ -125,3 +125,11 @@ def test_every_problem_is_reported_at_once(course_root):
     edit_toml(course_root, 'slug = "layer-norm"', 'slug = "Layer Norm"')
     edit_toml(course_root, 'requires = ["9.1"]', 'requires = ["9.42"]')
     assert len(problems(course_root)) >= 2
+
+
+def test_kata_at_a_folder(course):
+    kata = course.find("9.3")
+    assert course.kata_at(kata.exercise_dir) is kata
+    assert course.kata_at(kata.exercise_dir / "viz") is kata
+    assert course.kata_at(course.root) is None
+    assert course.kata_at(course.root / "exercises") is None

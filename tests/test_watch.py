@@ -212,3 +212,81 @@ def test_a_prepared_check_grades_the_file_as_it_is_when_run(course, course_root)
         assert not prepared.alive() and prepared.run() is None
     finally:
         prepared.close()
+
+
+# ------------------------------------------------------------------- what the screen says, and when
+
+CLEAR = "\x1b[2J"
+
+
+def last_screen(text: str) -> str:
+    """What is on the screen since it was last cleared."""
+    return text.rsplit(CLEAR, 1)[-1]
+
+
+@pytest.mark.skipif(not TERMINAL, reason="pseudo-terminals are POSIX")
+def test_a_cancelled_check_never_leaves_the_old_verdict_and_the_next_result_replaces_it(course_root):
+    exercise = course_root / "exercises" / "9.1-softmax" / "exercise.py"
+    exercise.write_text(CORRECT_SOFTMAX, encoding="utf-8")
+    child = spawn(course_root, "9.1")
+    child.logfile_read = log = io.StringIO()  # everything drawn, to find what is on screen now
+    try:
+        child.expect(r"Kata 9\.1 passed")
+        child.expect("watching for saves")
+        exercise.write_text("import torch\n\n\ndef softmax(x, dim=-1):\n    while True: pass\n", encoding="utf-8")
+        child.expect("checking")
+        time.sleep(1.0)  # the check is running
+        child.sendintr()
+        child.expect("Check cancelled")
+        child.expect("watching for saves")
+        screen = last_screen(log.getvalue())
+        assert "Check cancelled" in screen, screen
+        assert "runs passed" not in screen and "Kata 9.1 passed" not in screen, "no earlier verdict as current"
+        exercise.write_text(CORRECT_SOFTMAX, encoding="utf-8")
+        child.expect(r"Kata 9\.1 passed")
+        child.expect("watching for saves")
+        screen = last_screen(log.getvalue())
+        assert "Check cancelled" not in screen, screen
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+
+
+@pytest.mark.skipif(not TERMINAL or shutil.which("tmux") is None, reason="needs tmux")
+def test_on_80x24_the_title_verdict_first_failure_and_keys_fit(course_root):
+    from tests.test_student_terminal import Tmux, kata_exe, terminal_env, unbiased_layer_norm
+
+    unbiased_layer_norm(course_root)
+    tmux = Tmux(f"{kata_exe()} watch 9.2", course_root, terminal_env(course_root), width=80, height=24)
+    try:
+        tmux.wait_for(r"runs passed", timeout=TIMEOUT)
+        screen = tmux.wait_for(r"q quit", timeout=30)
+        history = tmux.history()
+        tmux.send("h")  # a hint asked for stays in view, with the verdict and the keys
+        hinted = tmux.wait_for(r"Hint 1 of 3", timeout=30)
+        tmux.send("q")
+    finally:
+        tmux.close()
+    lines = screen.rstrip("\n").splitlines()
+    assert len(lines) <= 24
+    assert "kata watch · 0/10 passed · 9.2 Layer normalisation" in screen
+    assert "Kata 9.2 · Layer normalisation · exercises/9.2-layer-norm/exercise.py" in screen
+    assert "failed · 8/21 runs passed" in screen
+    assert "Looks like" in screen and "the variance divides by d - 1" in screen
+    assert "layer_norm equals F.layer_norm" in screen  # the first failure
+    assert lines[-1].startswith("watching for saves · n next · h hint")
+    # The rest scrolled: the whole report, with every row, is above the screen.
+    assert "The output keeps the" in history and "The output keeps the" not in screen
+    assert "failed · 8/21 runs passed" in hinted and "Press h for hint 2 of 3." in hinted
+    assert hinted.rstrip("\n").splitlines()[-1].startswith("watching for saves · n next")
+
+
+def test_inside_watch_the_next_steps_are_keys(course_root, monkeypatch):
+    session = Session(course_root, monkeypatch, start="9.1")
+    session.wait_for("press h to reveal hint 1 of 3")
+    session.press("h")
+    session.wait_for("Press h for hint 2 of 3")
+    screen = session.screen.getvalue()
+    assert "kata hint" not in screen and "kata next" not in screen
+    session.quit()

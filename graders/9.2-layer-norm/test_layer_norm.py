@@ -249,11 +249,8 @@ def test_parameters(student):
     for name, value in (("gamma", 1.0), ("beta", 0.0)):
         assert_close(params[name].detach(), torch.full((d,), value), name=f"LayerNorm({d}).{name} at initialisation",
                      what=f"{'ones' if value else 'zeros'}", mistakes={swapped_init: torch.full((d,), 1.0 - value)})
-    x = inputs((2, 3, d), "cpu", torch.float32, 0.05)
-    ones, zeros = torch.ones(d), torch.zeros(d)
-    assert_close(module(x), F.layer_norm(x, (d,)), name=f"a fresh LayerNorm({d})(x)",
-                 what="F.layer_norm without gain and shift", context=f"x {describe(x)}",
-                 mistakes={SWAPPED: torch.ones_like(x), **mistakes_for(x, ones, zeros, 1e-5)})
+    # The parameters alone: how forward uses them is the business of the checks against nn.LayerNorm, so a
+    # wrong variance never shows up here as a parameter problem.
 
 
 def test_gradcheck(student):

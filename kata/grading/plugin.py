@@ -335,7 +335,6 @@ def _kata_seed(request):
 def pytest_runtest_logstart(nodeid, location):
     if _session is not None:
         _session.started[nodeid] = time.perf_counter()
-        _session.writer.write("begin", id=_check_id(nodeid))
 
 
 def _check_id(nodeid: str) -> str:
@@ -355,6 +354,7 @@ def _capturing(item):
 def pytest_runtest_setup(item):
     if _session is None:
         return (yield)
+    _session.writer.write("begin", id=_check_id(item.nodeid), title=_title(item))
     with _capturing(item):
         return (yield)
 

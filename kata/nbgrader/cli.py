@@ -76,7 +76,7 @@ def export_command(dest: Path, per_kata: bool, assignment: str | None, keys: tup
 @click.option("--fresh", is_flag=True, help="Start from the stub, not from your exercise.py.")
 @click.option("--force", is_flag=True, help="Replace the notebook if it exists.")
 def notebook_command(kata_id: str, dest: Path | None, fresh: bool, force: bool) -> None:
-    """Write the kata as a Jupyter notebook (into DEST, default the current folder).
+    """Write the kata as a Jupyter notebook (into DEST, default the kata's folder beside exercise.py).
 
     It starts from your exercise.py (or the stub), gives the earlier katas' pieces as code, and its last
     cell runs `kata check` on your code cell.
@@ -90,7 +90,10 @@ def notebook_command(kata_id: str, dest: Path | None, fresh: bool, force: bool) 
     except KeyError as exc:
         raise UsageError(exc.args[0]) from None
     try:
-        path = write_student_notebook(course, kata, dest or Path.cwd(), fresh=fresh, force=force)
+        path = write_student_notebook(course, kata, dest or kata.exercise_dir, fresh=fresh, force=force)
     except ExportError as exc:
         raise UsageError(str(exc)) from None
-    click.echo(f"Wrote {path}\nOpen it with `jupyter lab {path.name}`; its last cell runs `kata check {kata.id}`.")
+    from kata.render import relative
+
+    click.echo(f"Wrote {relative(path)}\nOpen it with `jupyter lab {relative(path)}`; its last cell runs "
+               f"`kata check {kata.id}`.")
