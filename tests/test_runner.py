@@ -188,3 +188,26 @@ def test_bytecode_is_cached_for_the_kata_package_never_in_the_students_folders(c
         assert grade(course, path).outcome == runner.PASSED
     assert not list(course_root.rglob("__pycache__"))
     assert list(cached.glob("sandbox.*.pyc")) and list(cached.glob("plugin.*.pyc"))
+
+
+def test_warnings_show_the_students_line_never_the_graders(course, course_root):
+    """An unbiased variance on a one-element input makes torch warn, in the student's code and in the
+    grader computing what that mistake outputs; a student's warnings.warn(stacklevel=2) points at the
+    grader's line that called it. Only the student's lines may show."""
+    kata = course.find("9.2")
+    path = course_root / "exercises" / kata.dirname / "exercise.py"
+    solution = kata.solution.read_text(encoding="utf-8")
+    path.write_text(solution + "\n\n" + (kata.mistakes_dir / "unbiased_variance.py").read_text(encoding="utf-8") + (
+        "\n\nimport warnings\n_plain = layer_norm\n\n\n"
+        "def layer_norm(x, gamma, beta, eps=1e-5):\n"
+        "    warnings.warn('mine, pointing at my caller', stacklevel=2)\n"
+        "    return _plain(x, gamma, beta, eps)\n"), encoding="utf-8")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    var_line = next(i for i, line in enumerate(lines, 1) if line.strip() == "var = x.var(dim=-1, keepdim=True)")
+    warn_line = next(i for i, line in enumerate(lines, 1) if "warnings.warn('mine" in line)
+    result = runner.run_kata(course, kata, path)
+    assert result.outcome == runner.FAILED, (result.outcome, result.message)
+    shown = result.output + "".join(c.output + c.message for c in result.checks)
+    assert "graders" not in shown and "test_layer_norm" not in shown and "mistakes_for" not in shown, shown[:3000]
+    assert f"{path}:{var_line}: UserWarning: var(): degrees of freedom is <= 0" in shown, shown[:3000]
+    assert f"{path}:{warn_line}: UserWarning: mine, pointing at my caller" in shown, shown[:3000]
