@@ -56,6 +56,8 @@ OUTCOME_TITLE = {
     runner.INTERNAL_ERROR: "the graders could not run",
     runner.TAMPERED: "tampering detected",
     runner.MEMORY: "over the memory limit",
+    runner.DEVICE_UNAVAILABLE: "no such device",
+    runner.INCOMPLETE: "not every check ran",
     MISSING: "no file",
     UNREADABLE: "submission unreadable",
 }
@@ -135,10 +137,11 @@ def check_result(console: Console, course: Course, kata: Kata, result: KataResul
         console.print(f"[yellow]Builds on {ids}, not passed yet.[/] Graded, this kata uses the reference "
                       f"versions of those pieces; when you run your own code, yours are used.")
 
-    if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION) or (
+    if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION, runner.DEVICE_UNAVAILABLE) or (
             result.outcome == runner.FORBIDDEN and not result.checks):
         _outcome_panel(console, result, course.root)
-    elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR, runner.TAMPERED, runner.MEMORY):
+    elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR, runner.TAMPERED, runner.MEMORY,
+                            runner.INCOMPLETE):
         _checks_table(console, result)
         _outcome_panel(console, result, course.root)
     elif result.outcome == runner.NOT_IMPLEMENTED:
@@ -249,8 +252,9 @@ def _footer(console: Console, kata: Kata, result: KataResult) -> None:
     n_passed = sum(c.passed for c in result.checks)
     parts = []
     if result.checks:
-        parts.append(f"{n_passed}/{len(result.checks)} checks passed · {result.points:.3g} of "
-                     f"{result.max_points:g} points")
+        points = (f"{result.points:.3g} of {result.max_points:g} points" if result.complete
+                  else "no points (not every CPU check ran)")
+        parts.append(f"{n_passed}/{len(result.checks)} checks passed · {points}")
     parts.append(f"{result.seconds:.1f} s")
     if result.devices:
         parts.append("devices: " + ", ".join(result.devices))
@@ -260,7 +264,7 @@ def _footer(console: Console, kata: Kata, result: KataResult) -> None:
         console.print(f"[yellow]CUDA not verified[/] ({reason}).")
     if result.passed:
         console.print(f"[green bold]✓ Kata {kata.id} passed.[/] `kata next` shows what comes next.")
-    elif result.outcome not in (runner.INTERNAL_ERROR,):
+    elif result.outcome not in (runner.INTERNAL_ERROR, runner.DEVICE_UNAVAILABLE):
         console.print(f"Stuck? [bold]kata hint {kata.id}[/] reveals the next hint.", style="dim")
 
 

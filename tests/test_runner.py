@@ -211,3 +211,24 @@ def test_warnings_show_the_students_line_never_the_graders(course, course_root):
     assert "graders" not in shown and "test_layer_norm" not in shown and "mistakes_for" not in shown, shown[:3000]
     assert f"{path}:{var_line}: UserWarning: var(): degrees of freedom is <= 0" in shown, shown[:3000]
     assert f"{path}:{warn_line}: UserWarning: mine, pointing at my caller" in shown, shown[:3000]
+
+
+def test_points_never_come_from_part_of_the_checks(course, softmax_file, tmp_path):
+    """A check that was skipped leaves the kata without a verdict: the checks that ran passed, but the
+    kata is neither passed nor worth points (3 of 3 checks is not the kata)."""
+    graders = tmp_path / "graders"
+    graders.mkdir()
+    (graders / "test_part.py").write_text(
+        "import pytest\nimport torch\n\n\n"
+        "def test_sums_to_one(student):\n"
+        "    assert torch.allclose(student.softmax(torch.randn(3, 4)).sum(-1), torch.ones(3))\n\n\n"
+        "def test_not_here():\n"
+        "    pytest.skip('this check did not run')\n")
+    result = grade(course, softmax_file(CORRECT_SOFTMAX), graders=graders)
+    assert [c.status for c in result.checks] == [protocol.PASSED, protocol.SKIPPED]
+    assert result.outcome == runner.INCOMPLETE and not result.passed and not result.complete
+    assert result.points == 0 and all(c.points == 0 for c in result.checks)
+    assert result.exit_code == runner.EXIT_FAILED and "1 of 2 checks were skipped" in result.message
+    assert runner.not_recorded(course.find("9.1"), result) == "not every CPU check ran"
+    full = grade(course, softmax_file(CORRECT_SOFTMAX))
+    assert full.passed and full.complete and full.points == full.max_points
