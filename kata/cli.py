@@ -143,12 +143,14 @@ def check(kata_id: str | None, device: str, file: Path | None, show_output: bool
     except KeyboardInterrupt:
         click.echo("interrupted: the check was cancelled", err=True)
         sys.exit(runner.EXIT_INTERRUPTED)
-    if result.outcome != runner.INTERNAL_ERROR:
+    unrecorded = runner.not_recorded(kata, result, device)
+    if unrecorded is None:
         progress.record_check(kata.id, result.passed, Path(result.file))
     unmet = prog.unmet(course.prerequisites(kata), states)
     if as_json:
         payload = result.to_dict()
         payload["unmet_prerequisites"] = [k.id for k in unmet]
+        payload["recorded"] = unrecorded is None
         if not debug:
             payload.pop("log")
         emit("check", payload)
@@ -158,6 +160,8 @@ def check(kata_id: str | None, device: str, file: Path | None, show_output: bool
         console = console or _console()
         render.check_result(console, course, kata, result, unmet, progress.get(kata.id).hints_used,
                             show_output=show_output)
+        if unrecorded is not None and result.outcome not in (runner.INTERNAL_ERROR, runner.DEVICE_UNAVAILABLE):
+            console.print(f"Not recorded in your progress: {unrecorded}.", style="dim")
         if debug:
             render.debug_log(console, result)
     sys.exit(result.exit_code)

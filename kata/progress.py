@@ -15,7 +15,9 @@ and reports passes without proof or whose file no longer matches (`verify_passes
 under a file lock, written to a temporary file and renamed over the old one, so two checks at once
 lose nothing and a crash mid-write leaves the previous file. A file that cannot be read or parsed is
 moved aside (`.corrupt-<time>`) with a warning and a fresh one is started: never a crash, never a
-silent loss.
+silent loss. In a file that parses, an invalid value (`"status": "awesome"`, an entry that is not an
+object) costs only itself: it goes to `.invalid-<time>` (the values as found, and why each was set
+aside), with a warning naming each; every valid entry and field stays.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,7 +47,7 @@ STATUSES = (NOT_STARTED, FAILING, PASSED, SKIPPED)
 
 
 class ProgressWarning(UserWarning):
-    """The progress file was unreadable and has been moved aside."""
+    """The progress file, or some values in it, were invalid and have been set aside."""
 
 
 @dataclass
@@ -59,12 +61,38 @@ class KataProgress:
     passed_hash: str | None = None
 
     @classmethod
-    def from_dict(cls, data: dict) -> KataProgress:
-        known = {f.name for f in fields(cls)}
-        entry = cls(**{k: v for k, v in data.items() if k in known})
-        if entry.status not in STATUSES:
-            raise ValueError(f"unknown status {entry.status!r}")
-        return entry
+    def from_dict(cls, data: dict) -> tuple[KataProgress, dict[str, str]]:
+        """The entry's valid fields (the defaults for the rest), and why each invalid field is invalid."""
+        valid, invalid = {}, {}
+        for name, value in data.items():
+            check = _FIELD_CHECKS.get(name)
+            if check is None:
+                continue  # a field of a newer version of the schema: not ours to judge
+            why = check(value)
+            if why:
+                invalid[name] = why
+            else:
+                valid[name] = value
+        return cls(**valid), invalid
+
+
+def _count(value) -> str | None:
+    return None if type(value) is int and value >= 0 else "not a count (a whole number, 0 or more)"
+
+
+def _text(value) -> str | None:
+    return None if value is None or isinstance(value, str) else "not a string or null"
+
+
+_FIELD_CHECKS = {
+    "status": lambda v: None if v in STATUSES else f"not a status (one of {', '.join(STATUSES)})",
+    "attempts": _count,
+    "hints_used": _count,
+    "first_passed": _text,
+    "last_checked": _text,
+    "passed_hash": _text,
+    "solution_revealed": lambda v: None if isinstance(v, bool) else "not true or false",
+}
 
 
 def now() -> str:
@@ -120,12 +148,41 @@ class Progress:
             if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
                 raise ValueError(f"schema {data.get('schema') if isinstance(data, dict) else None!r}, "
                                  f"expected {SCHEMA_VERSION}")
-            current = data.get("current")
-            self._current = current if isinstance(current, str) else None
-            return {kid: KataProgress.from_dict(entry) for kid, entry in data.get("katas", {}).items()}
+            entries = data.get("katas", {})
+            if not isinstance(entries, dict):
+                raise ValueError("its katas are not an object")
         except (ValueError, TypeError, AttributeError) as exc:
             self._move_aside(f"not a valid progress file ({exc})")
             return {}
+        katas: dict[str, KataProgress] = {}
+        aside: dict = {}  # what is set aside: per kata, the invalid entry or its invalid fields, with why
+        reasons: list[str] = []
+        for kid, entry in entries.items():
+            if not isinstance(entry, dict):
+                aside[kid] = {"value": entry, "why": "not an object"}
+                reasons.append(f"{kid}: not an object")
+                continue
+            katas[kid], invalid = KataProgress.from_dict(entry)
+            if invalid:
+                aside[kid] = {"fields": {name: {"value": entry[name], "why": why} for name, why in invalid.items()}}
+                reasons += [f"{kid} {name} {json.dumps(entry[name])}: {why}" for name, why in invalid.items()]
+        current = data.get("current")
+        self._current = current if isinstance(current, str) else None
+        if current is not None and self._current is None:
+            aside["current"] = {"value": current, "why": "not a kata id"}
+            reasons.append(f"current {json.dumps(current)}: not a kata id")
+        if aside:
+            self._set_aside(aside, reasons)
+            self._write(katas)
+        return katas
+
+    def _set_aside(self, aside: dict, reasons: list[str]) -> None:
+        """Keep the invalid values next to the progress file, and say which they were."""
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        target = self.path.with_name(f"{self.path.name}.invalid-{stamp}")
+        target.write_text(json.dumps({"schema": SCHEMA_VERSION, "invalid": aside}, indent=2) + "\n", encoding="utf-8")
+        warnings.warn(f"{self.path}: invalid values set aside in {target.name} ({'; '.join(reasons)}); everything "
+                      "else is kept", ProgressWarning, stacklevel=4)
 
     def _move_aside(self, why: str) -> None:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")

@@ -60,6 +60,8 @@ OUTCOME_TITLE = {
     runner.INTERNAL_ERROR: "the graders could not run",
     runner.TAMPERED: "tampering detected",
     runner.MEMORY: "over the memory limit",
+    runner.DEVICE_UNAVAILABLE: "no such device",
+    runner.INCOMPLETE: "not every check ran",
     MISSING: "no file",
     UNREADABLE: "submission unreadable",
 }
@@ -140,10 +142,11 @@ def check_result(console: Console, course: Course, kata: Kata, result: KataResul
         console.print(f"[yellow]Builds on {ids}, not passed yet.[/] Graded, this kata uses the reference "
                       f"versions of those pieces; when you run your own code, yours are used.")
 
-    if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION) or (
+    if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION, runner.DEVICE_UNAVAILABLE) or (
             result.outcome == runner.FORBIDDEN and not result.checks):
         _outcome_panel(console, result)
-    elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR, runner.TAMPERED, runner.MEMORY):
+    elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR, runner.TAMPERED, runner.MEMORY,
+                            runner.INCOMPLETE):
         _checks_table(console, result)
         _outcome_panel(console, result)
     elif result.outcome == runner.NOT_IMPLEMENTED:
@@ -424,8 +427,9 @@ def _verdict(result: KataResult) -> str:
     n_passed = sum(c.passed for c in result.checks)
     parts = [OUTCOME_TITLE[result.outcome]]
     if result.checks:
-        parts.append(f"{n_passed}/{len(result.checks)} runs passed · {points_text(result.points)} of "
-                     f"{points_text(result.max_points)} points")
+        points = (f"{points_text(result.points)} of {points_text(result.max_points)} points" if result.complete
+                  else "no points (not every CPU check ran)")
+        parts.append(f"{n_passed}/{len(result.checks)} runs passed · {points}")
     parts.append(f"{result.seconds:.1f} s")
     if result.devices:
         parts.append("devices: " + ", ".join(result.devices))
@@ -440,7 +444,7 @@ def _footer(console: Console, kata: Kata, result: KataResult, hints_used: int = 
     if result.passed:
         after = "" if keys else " `kata next` shows what comes next."
         console.print(f"[green bold]✓ Kata {kata.id} passed.[/]{after}")
-    elif result.outcome not in (runner.INTERNAL_ERROR,):
+    elif result.outcome not in (runner.INTERNAL_ERROR, runner.DEVICE_UNAVAILABLE):
         console.print(f"Stuck? {_hint_offer(kata, hints_used, keys)}", style="dim")
 
 

@@ -45,6 +45,8 @@ CRASH = "crash"
 INTERNAL_ERROR = "internal-error"
 TAMPERED = protocol.TAMPERED  # the student's code tampered with the grading: the checks are void
 MEMORY = protocol.MEMORY  # the student's code needed more memory than the kata's limit
+DEVICE_UNAVAILABLE = "device-unavailable"  # --device named a device this machine lacks: nothing ran
+INCOMPLETE = "incomplete"  # the checks that ran passed, but not every CPU check ran: no verdict, no points
 
 # Exit codes of `kata check` (documented in the README).
 EXIT_PASSED = 0
@@ -56,7 +58,7 @@ EXIT_INTERNAL = 5
 EXIT_INTERRUPTED = 130
 
 _EXIT_CODES = {PASSED: EXIT_PASSED, TIMEOUT: EXIT_TIMEOUT, CRASH: EXIT_CRASH, MEMORY: EXIT_CRASH,
-               INTERNAL_ERROR: EXIT_INTERNAL}
+               INTERNAL_ERROR: EXIT_INTERNAL, DEVICE_UNAVAILABLE: EXIT_USAGE}
 LOG_HEAD = 2000  # characters of the child's own output kept from its start...
 LOG_TAIL = 4000  # ...and from its end
 RESULTS_LIMIT = 32 * 1024 * 1024  # bytes of results read at most (a real run writes a few hundred KB)
@@ -111,6 +113,9 @@ class KataResult:
     threads: int | None = None  # torch's intra-op threads in the grading process
     memory_mb: int | None = None  # the memory limit the checks ran under
     log: str = ""  # the head and tail of the child's own stdout/stderr: for course authors, never grader source
+    # Every CPU check of the kata ran (none skipped, none left out by --device): only then do the points
+    # stand for the kata, and only then may a pass be recorded.
+    complete: bool = False
 
     @property
     def passed(self) -> bool:
@@ -449,6 +454,11 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
     result.torch = session.get("torch")
     result.seed = session.get("seed", 0)
     result.threads = session.get("threads")
+    if session and not result.devices:
+        result.outcome = DEVICE_UNAVAILABLE
+        result.message = (f"--device {session.get('requested')}: torch sees no such device here; this machine has: "
+                          f"{', '.join(session.get('available') or ['cpu'])}")
+        return result
 
     begun: dict[str, str] = {}  # id -> title of each check that started
     announced: int | None = None
@@ -465,6 +475,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
             fields["frames"] = _frames(fields.get("frames", []))
             result.checks.append(Check(**fields))
     _score(kata, result)
+    result.complete = "cpu" in result.devices and not any(c.status == protocol.SKIPPED for c in result.checks)
     finished = {c.id for c in result.checks}
     running = next((cid for cid in reversed(begun) if cid not in finished), None)
     during = f" (during check {running}: \"{begun[running]}\")" if running else ""
@@ -520,7 +531,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
         result.message = (f"the grading stopped after {len(result.checks)} of {announced} checks{during}: did your "
                           "code raise KeyboardInterrupt or call pytest.exit()?")
     else:
-        statuses = {c.status for c in result.checks}
+        statuses = {c.status for c in result.checks} - {protocol.SKIPPED}  # skipped: see `_incomplete`
         if statuses == {protocol.PASSED}:
             result.outcome = PASSED
         elif protocol.TAMPERED in statuses:
@@ -536,6 +547,8 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
         failing = sum(not c.passed for c in result.checks)
         result.message = (f"all {len(result.checks)} checks passed" if result.outcome == PASSED
                           else f"{failing} of {len(result.checks)} checks did not pass")
+        if not result.complete:
+            _incomplete(result)
         if result.outcome == MEMORY:
             first = next(c for c in result.checks if c.status == protocol.MEMORY)
             result.message = first.message
@@ -544,6 +557,35 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
             result.message = first.message + ". The checks of this run do not count."
             result.points = 0.0
     return result
+
+
+def not_recorded(kata: Kata, result: KataResult, devices: str = "all") -> str | None:
+    """Why this result does not go into the progress file (None: it does). A kata's status is what its
+    own exercise file gets from every CPU check: another file (`--file`), part of the checks
+    (`--device cuda`) or graders that could not run say nothing about it."""
+    if result.outcome in (INTERNAL_ERROR, DEVICE_UNAVAILABLE):
+        return "the checks did not run"
+    if Path(result.file).resolve() != kata.exercise.resolve():
+        return f"you checked another file than {kata.exercise.name} of kata {kata.id}"
+    if devices == "cuda" or result.outcome == INCOMPLETE:
+        return "not every CPU check ran"
+    return None
+
+
+def _incomplete(result: KataResult) -> None:
+    """Not every CPU check ran: what ran is reported, but the kata is neither passed nor scored."""
+    skipped = sum(c.status == protocol.SKIPPED for c in result.checks)
+    why = (f"only the {', '.join(result.devices)} checks ran" if "cpu" not in result.devices
+           else f"{skipped} of {len(result.checks)} checks were skipped")
+    if result.outcome == PASSED:
+        result.outcome = INCOMPLETE
+        result.message = f"the checks that ran passed, but {why}"
+    else:
+        result.message += f" ({why})"
+    result.message += ": no points for part of a kata; a check on the CPU grades it whole"
+    result.points = 0.0
+    for check in result.checks:
+        check.points = 0.0
 
 
 _CHECK_FIELDS = {"id", "title", "status", "message", "device", "dtype", "weight", "points", "diagnoses", "frames",

@@ -348,7 +348,7 @@ class Watcher:
             self._draw()
             self._prepare()
             return
-        if result.outcome != runner.INTERNAL_ERROR:
+        if runner.not_recorded(kata, result, self.device) is None:
             self.progress.record_check(kata.id, result.passed, Path(result.file))
         self.result = result
         self._draw()

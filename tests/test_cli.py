@@ -195,3 +195,43 @@ def test_outside_a_course_is_a_usage_error(tmp_path, monkeypatch):
     assert result.returncode == 2
     assert f"no course found (looked for course.toml in {tmp_path.resolve()} and above" in result.stderr
     assert "KATA_COURSE" in result.stderr and "not valid" not in result.stderr
+
+
+NO_MAX_SOFTMAX = '''import torch
+
+
+def softmax(x, dim=-1):
+    e = torch.exp(x)
+    return e / e.sum(dim=dim, keepdim=True)
+'''
+
+
+def test_an_absent_device_is_a_usage_error_and_records_nothing(cli, course, course_root, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # no GPU for the grading process, on any machine
+    course.find("9.1").exercise.write_text(NO_MAX_SOFTMAX)
+    result = cli("check", "9.1", "--device", "cuda")
+    assert result.exit_code == 2, result.output
+    assert "--device cuda" in result.output and "this machine has: cpu" in result.output, result.output
+    assert "points" not in result.output and "passed" not in result.output, result.output
+    assert not (course_root / ".kata-progress.json").exists()
+    data = as_json(cli("check", "9.1", "--device", "cuda", "--json"), "check")
+    assert (data["outcome"], data["exit_code"], data["checks"]) == ("device-unavailable", 2, [])
+    assert data["recorded"] is False
+
+
+def test_checking_another_file_leaves_the_katas_status_alone(cli, course, course_root, tmp_path):
+    kata = course.find("9.1")
+    kata.exercise.write_text(CORRECT_SOFTMAX)
+    assert cli("check", "9.1").exit_code == 0
+    before = prog.Progress(course_root / ".kata-progress.json").get("9.1")
+    other = tmp_path / "other.py"
+    other.write_text(NO_MAX_SOFTMAX)
+    result = cli("check", "--file", str(other), "9.1")
+    assert result.exit_code == 1 and "Not recorded in your progress: you checked another file" in result.output
+    assert prog.Progress(course_root / ".kata-progress.json").get("9.1") == before
+    data = as_json(cli("check", "--file", str(other), "9.1", "--json"), "check")
+    assert data["recorded"] is False and data["points"] == 7.5
+    assert prog.Progress(course_root / ".kata-progress.json").get("9.1") == before
+    # The kata's own file, named with --file, is a check of the kata like any other.
+    assert as_json(cli("check", "--file", str(kata.exercise), "9.1", "--json"), "check")["recorded"] is True
+    assert prog.Progress(course_root / ".kata-progress.json").get("9.1").attempts == before.attempts + 1

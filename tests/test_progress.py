@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -43,7 +44,7 @@ def test_a_later_failure_shows_but_keeps_the_proof_of_the_pass(tmp_path):
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"schema": 99, "katas": {}}', "[1, 2]",
-                                     '{"schema": 1, "katas": {"9.1": {"status": "winning"}}}'])
+                                     '{"schema": 1, "katas": ["9.1"]}'])
 def test_corrupt_file_is_moved_aside_with_a_warning(tmp_path, content):
     path = tmp_path / "progress.json"
     path.write_text(content)
@@ -91,3 +92,34 @@ def test_progress_file_location_follows_the_environment(tmp_path, monkeypatch):
     assert prog.progress_path(tmp_path / "course") == tmp_path / "elsewhere.json"
     monkeypatch.delenv(prog.ENV_VARIABLE)
     assert prog.progress_path(tmp_path / "course") == tmp_path / "course" / prog.FILE_NAME
+
+
+def test_one_invalid_value_costs_only_itself(tmp_path):
+    path = tmp_path / "progress.json"
+    good = {"status": "passed", "attempts": 3, "first_passed": "2026-11-22T10:15:00+00:00",
+            "last_checked": "2026-11-22T10:15:00+00:00", "hints_used": 1, "solution_revealed": False,
+            "passed_hash": "ab" * 32}
+    path.write_text(json.dumps({"schema": 1, "current": "9.3", "katas": {
+        "9.1": good,
+        "9.2": {**good, "status": "awesome", "hints_used": -1},
+        "9.3": "not an entry",
+        "9.4": {"attempts": 2},
+    }}))
+    progress = prog.Progress(path)
+    with pytest.warns(prog.ProgressWarning) as caught:
+        states = progress.load()
+    message = str(caught[0].message)
+    assert '9.2 status "awesome"' in message and "9.2 hints_used -1" in message and "9.3: not an object" in message
+    assert "9.1" not in message and "9.4" not in message
+    assert states["9.1"] == prog.KataProgress(**good)
+    assert states["9.2"] == prog.KataProgress(**{**good, "status": prog.NOT_STARTED, "hints_used": 0})
+    assert "9.3" not in states and states["9.4"].attempts == 2
+    assert progress.current() == "9.3"
+    aside = list(tmp_path.glob("progress.json.invalid-*"))
+    assert len(aside) == 1 and not list(tmp_path.glob("progress.json.corrupt-*"))
+    kept = json.loads(aside[0].read_text())["invalid"]
+    assert kept["9.2"]["fields"]["status"]["value"] == "awesome" and kept["9.3"]["value"] == "not an entry"
+    # Set aside once: the file now holds only valid values, and reading it again warns no more.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert progress.load() == states

@@ -188,3 +188,47 @@ def test_bytecode_is_cached_for_the_kata_package_never_in_the_students_folders(c
         assert grade(course, path).outcome == runner.PASSED
     assert not list(course_root.rglob("__pycache__"))
     assert list(cached.glob("sandbox.*.pyc")) and list(cached.glob("plugin.*.pyc"))
+
+
+def test_warnings_show_the_students_line_never_the_graders(course, course_root):
+    """An unbiased variance on a one-element input makes torch warn, in the student's code and in the
+    grader computing what that mistake outputs; a student's warnings.warn(stacklevel=2) points at the
+    grader's line that called it. Only the student's lines may show."""
+    kata = course.find("9.2")
+    path = course_root / "exercises" / kata.dirname / "exercise.py"
+    solution = kata.solution.read_text(encoding="utf-8")
+    path.write_text(solution + "\n\n" + (kata.mistakes_dir / "unbiased_variance.py").read_text(encoding="utf-8") + (
+        "\n\nimport warnings\n_plain = layer_norm\n\n\n"
+        "def layer_norm(x, gamma, beta, eps=1e-5):\n"
+        "    warnings.warn('mine, pointing at my caller', stacklevel=2)\n"
+        "    return _plain(x, gamma, beta, eps)\n"), encoding="utf-8")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    var_line = next(i for i, line in enumerate(lines, 1) if line.strip() == "var = x.var(dim=-1, keepdim=True)")
+    warn_line = next(i for i, line in enumerate(lines, 1) if "warnings.warn('mine" in line)
+    result = runner.run_kata(course, kata, path)
+    assert result.outcome == runner.FAILED, (result.outcome, result.message)
+    shown = result.output + "".join(c.output + c.message for c in result.checks)
+    assert "graders" not in shown and "test_layer_norm" not in shown and "mistakes_for" not in shown, shown[:3000]
+    assert f"{path}:{var_line}: UserWarning: var(): degrees of freedom is <= 0" in shown, shown[:3000]
+    assert f"{path}:{warn_line}: UserWarning: mine, pointing at my caller" in shown, shown[:3000]
+
+
+def test_points_never_come_from_part_of_the_checks(course, softmax_file, tmp_path):
+    """A check that was skipped leaves the kata without a verdict: the checks that ran passed, but the
+    kata is neither passed nor worth points (3 of 3 checks is not the kata)."""
+    graders = tmp_path / "graders"
+    graders.mkdir()
+    (graders / "test_part.py").write_text(
+        "import pytest\nimport torch\n\n\n"
+        "def test_sums_to_one(student):\n"
+        "    assert torch.allclose(student.softmax(torch.randn(3, 4)).sum(-1), torch.ones(3))\n\n\n"
+        "def test_not_here():\n"
+        "    pytest.skip('this check did not run')\n")
+    result = grade(course, softmax_file(CORRECT_SOFTMAX), graders=graders)
+    assert [c.status for c in result.checks] == [protocol.PASSED, protocol.SKIPPED]
+    assert result.outcome == runner.INCOMPLETE and not result.passed and not result.complete
+    assert result.points == 0 and all(c.points == 0 for c in result.checks)
+    assert result.exit_code == runner.EXIT_FAILED and "1 of 2 checks were skipped" in result.message
+    assert runner.not_recorded(course.find("9.1"), result) == "not every CPU check ran"
+    full = grade(course, softmax_file(CORRECT_SOFTMAX))
+    assert full.passed and full.complete and full.points == full.max_points

@@ -121,6 +121,23 @@ def test_comparisons_do_not_use_what_student_code_can_replace(monkeypatch):
     assert not is_close(actual, expected)
 
 
+@pytest.mark.parametrize("how", [
+    "functools.update_wrapper(compare.assert_close, loose, assigned=('__kwdefaults__',), updated=())",
+    "compare.assert_close.__kwdefaults__ = loose.__kwdefaults__",
+    "collections.namedtuple('T', 'a', defaults=(0,))(); "  # allowed: its own new __new__; then not allowed:
+    "functools.update_wrapper(compare.assert_close, loose, assigned=('__kwdefaults__',), updated=())",
+])
+def test_changing_the_defaults_of_a_graders_function_is_tampering(course, softmax_file, how):
+    # The standard library may set a function's defaults on the student's behalf (a NamedTuple's), but
+    # never on one the graders use, directly or through a library helper.
+    path = softmax_file("import collections, functools, torch\nfrom kata.grading import compare\n\n"
+                        "def loose(actual, expected, *, name='output', what='', context='', rtol=1e9, atol=1e9,\n"
+                        "          mistakes=None, check_dtype=False, check_device=False):\n    pass\n\n"
+                        f"{how}\n\n"
+                        "def softmax(x, dim=-1):\n" + WRONG)
+    assert_tampered(grade(course, path), "object.__setattr__")
+
+
 # ------------------------------------------------------------------------------- pytest, plugin, builtins
 
 

@@ -2,6 +2,11 @@
 
 `sys.stdout` and `sys.stderr` are swapped for a stream that keeps the first `limit` characters and
 counts the rest, so a loop printing megabytes costs the student time, not the grader's memory.
+
+Warnings are shown as the student's: one that points into the student's file as it is; one that
+points elsewhere (torch's code, a grader's line that called the student's function) at the student's
+line that caused it; one the student's code did not cause (a grader computing what a classic mistake
+would output) not at all. A grader's path, line or source is never shown.
 """
 
 from __future__ import annotations
@@ -9,6 +14,9 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+import warnings
+
+from kata.grading import guard
 
 DEFAULT_LIMIT = 4000
 
@@ -38,9 +46,23 @@ class CappedStream(io.TextIOBase):
         return out
 
 
+def show_warning(message, category, filename, lineno, file=None, line=None):
+    """`warnings.showwarning` in the grading process (installed by the plugin before the seal)."""
+    if guard.is_student(filename):
+        where, out = (filename, lineno), file or sys.stderr
+    else:
+        where = guard.offender(sys._getframe(1), through_kata=True)  # the student's line that caused it, if any
+        line = None  # the student's source line, not the one the warning pointed at
+        out = file or sys.stderr
+        if where is None:  # the graders' own: for the course author's log, without any source line
+            where, line, out = (filename, lineno), "", sys.__stderr__
+    if out is not None:
+        out.write(warnings.formatwarning(message, category, *where, line))
+
+
 @contextlib.contextmanager
 def captured(limit: int = DEFAULT_LIMIT):
-    """Route `print` and writes to stdout/stderr into one capped stream for the block's duration."""
+    """Route `print`, writes to stdout/stderr and warnings into one capped stream for the block's duration."""
     stream = CappedStream(limit)
     saved = sys.stdout, sys.stderr
     sys.stdout = sys.stderr = stream

@@ -61,9 +61,10 @@ class _Who:
         return filename in self.student_files or not (filename.startswith("<") or filename.startswith(self.trusted)
                                                       or filename.startswith(self.graders))
 
-    def offender(self, frame) -> tuple[str, int] | None:
-        """(file, line) of the student's code that made this call, or None when it is not the student's."""
-        while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
+    def offender(self, frame, through: tuple[str, ...] = ()) -> tuple[str, int] | None:
+        """(file, line) of the student's code that made this call, or None when it is not the student's
+        (looking through library frames, and those of code under the `through` folders)."""
+        while frame is not None and frame.f_code.co_filename.startswith((*_LIBRARY_DIRS, *through)):
             frame = frame.f_back
         if frame is None:
             return None
@@ -82,9 +83,15 @@ class _Who:
 _who = _Who()
 
 
-def offender(frame) -> tuple[str, int] | None:
-    """(file, line) of the student's code responsible for a call made from `frame`, if it is theirs."""
-    return _who.offender(frame)
+def offender(frame, *, through_kata: bool = False) -> tuple[str, int] | None:
+    """(file, line) of the student's code responsible for a call made from `frame`, if it is theirs
+    (`through_kata`: also through this toolkit's frames, the forbidden-built-in mode's, say)."""
+    return _who.offender(frame, (_KATA_DIR,) if through_kata else ())
+
+
+def is_student(filename: str) -> bool:
+    """Whether `filename` is the student's code (their file, or other code they made)."""
+    return _who.is_student(filename)
 
 
 def configure(student_files, *, graders=(), reference_files=(), trusted=()) -> None:

@@ -24,6 +24,7 @@ import re
 import sys
 import sysconfig
 import time
+import warnings
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ import torch
 from kata import progress as _progress
 from kata.course import Kata, load_course
 from kata.grading import guard, protocol, sandbox
-from kata.grading.capture import DEFAULT_LIMIT, captured
+from kata.grading.capture import DEFAULT_LIMIT, captured, show_warning
 from kata.grading.compare import CheckFailed
 from kata.grading.guard import ForbiddenBuiltin
 
@@ -98,6 +99,7 @@ def pytest_configure(config):
         results = config.getoption("kata_results")
         fd = os.open(results, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         sandbox.install(key=None, fd=fd)
+    warnings.showwarning = show_warning  # before the seal: warnings are shown as the student's, or not at all
     course = load_course()
     kata = course.find(config.getoption("kata_id"))
     seed = config.getoption("kata_seed")
@@ -120,7 +122,8 @@ def pytest_configure(config):
     _session.writer.write(
         "session", kata=kata.id, python=platform.python_version(), torch=str(torch.__version__),
         cuda=cuda, cuda_device=torch.cuda.get_device_name(0) if cuda else None,
-        devices=list(_session.devices), seed=seed, threads=torch.get_num_threads(),
+        devices=list(_session.devices), requested=wanted, available=list(devices["all"]), seed=seed,
+        threads=torch.get_num_threads(),
         memory_mb=_session.memory_mb,
     )
     # The reference is compiled with markers and kept out of sys.modules: the graders get it from the
@@ -160,6 +163,10 @@ def _dtype_name(dtype) -> str:
 
 def pytest_collection_modifyitems(session, config, items):
     if _session is None:
+        return
+    if not _session.devices:  # asked for a device this machine lacks: a usage error, nothing runs
+        config.hook.pytest_deselected(items=list(items))
+        items[:] = []
         return
     unavailable = [item for item in items if item.nodeid in _session.unavailable]
     if unavailable:

@@ -181,7 +181,21 @@ _KATA_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.se
 # they may do so on behalf of the student's code.
 _FRAME_HELPERS = ("collections" + os.sep + "__init__.py", os.sep + "typing.py", os.sep + "enum.py",
                   os.sep + "warnings.py", "logging" + os.sep + "__init__.py", os.sep + "dataclasses.py",
-                  os.sep + "abc.py")
+                  os.sep + "abc.py", os.sep + "typing_extensions.py")
+# The standard library's stack formatting and source-line cache: libraries (torch records where a CUDA
+# seed was queued) use them for text about their own callers. The student's code may not: the text
+# names the graders' frames. And linecache never gets a hidden file's lines; for a library, that is an
+# unreadable file like any other (it gets no lines), for the student's code, tampering.
+_STACK_TEXT = os.sep + "traceback.py"
+_LINE_CACHE = os.sep + "linecache.py"
+# What `object.__setattr__` reports: a function's code and defaults, a class's special attributes,
+# an object's class. The standard library sets them on what it is making (a named tuple's `__new__`
+# gets its defaults), also on the student's behalf (a NamedTuple in their file, one in a torch module
+# imported the first time a tensor is printed): that is the target's maker at work, unless the target
+# is one of the graders' (sealed).
+_SETATTR_TARGETS = (types.FunctionType, type, types.ModuleType)
+# torch.compile (dynamo and inductor generate and compile code): not while the student's code is graded.
+_COMPILERS = (os.sep + "torch" + os.sep + "_dynamo" + os.sep, os.sep + "torch" + os.sep + "_inductor" + os.sep)
 # Standard-library code generators that compile fixed templates (named tuples, dataclasses) and
 # the import system: they may compile and run code on behalf of the student's code.
 _CODE_HELPERS = ("collections" + os.sep + "__init__.py", os.sep + "dataclasses.py", os.sep + "typing.py",
@@ -467,6 +481,64 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread):
         (os.path.join(d, module), function) for d in _STDLIB_DIRS
         for module, function in (("inspect.py", "_has_code_flag"), ("inspect.py", "_signature_is_functionlike"),
                                  ("inspect.py", "_signature_from_function"), ("typing.py", "overload")))
+
+    def for_library(frame, helper: str) -> bool:
+        """Whether the standard library's `helper` (a file name's ending) is at work in this stretch of
+        standard-library frames for library code (torch, say), not directly for the student's code."""
+        seen = False
+        while frame is not None and (frame.f_code.co_filename.startswith("<frozen") or (
+                frame.f_code.co_filename.startswith(stdlib_dirs)
+                and not frame.f_code.co_filename.startswith(_SITE_DIRS))):  # a venv's site-packages is below
+            seen = seen or frame.f_code.co_filename.endswith(helper)
+            frame = frame.f_back
+        return seen and frame is not None and classify(frame.f_code.co_filename) == 0
+
+    def within(frame, parts: tuple) -> bool:
+        """Whether a frame of code whose file name contains one of `parts` is on the stack."""
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if any(part in name for part in parts):
+                return True
+            frame = frame.f_back
+        return False
+
+    sealed_ids: list = []  # built on first use: the ids of every function and class reachable from the seal
+
+    def sealed_target(obj) -> bool:
+        """Whether `obj` is a module, class or function the seal holds (bound in a sealed namespace, or
+        behind one: a method's function, a property's, a decorator's wrapped function or closure)."""
+        if s_id(obj) in state["owners"]:
+            return True
+        if not sealed_ids:
+            found = s_set()
+            pending = []
+            for item in state["full"]:
+                pending.extend(item[1].values())
+                pending.extend(v for _, _, copy in item[4] for v in (copy.values() if s_type(copy) is s_dict else copy))
+            while pending:
+                value = pending.pop()
+                t = s_type(value)
+                if t is function_type:
+                    if s_id(value) in found:
+                        continue
+                    found.add(s_id(value))
+                    for cell in value.__closure__ or ():
+                        try:  # noqa: SIM105 (the hook runs built-in code only, no contextlib)
+                            pending.append(cell.cell_contents)
+                        except ValueError:  # an empty cell
+                            pass
+                    pending.append(dict_get(value.__dict__, "__wrapped__", None))
+                    pending.extend(value.__defaults__ or ())
+                elif t is staticmethod or t is classmethod or t is types.MethodType:
+                    pending.append(value.__func__)
+                elif t is property:
+                    pending.extend((value.fget, value.fset, value.fdel))
+                elif t is partial_type:
+                    pending.append(value.func)
+                elif issubclass(t, type):
+                    found.add(s_id(value))
+            sealed_ids.append(s_frozenset(found))
+        return s_id(obj) in sealed_ids[0]
 
     def called_by_kata(frame) -> bool:
         """Whether the first frame outside the standard library is the kata package's (say, `kata.earlier`
@@ -1023,7 +1095,8 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread):
             why = protected(path)
             if why == "hidden":
                 deny(f"reading {s_str(path)} is not allowed: the graders and the reference solution are hidden",
-                     report=True, frame=frame)
+                     report=not for_library(frame, _LINE_CACHE),
+                     frame=frame)
             if why == "progress":
                 deny(f"opening {s_str(path)} is not allowed: the progress file is kata's to write, after the checks",
                      report=True, frame=frame)
@@ -1082,6 +1155,9 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread):
                     deny(f"importing {code.co_filename} is not available while your code is graded: keep your "
                          "code in the exercise file", report=False, frame=frame)
                 return
+            if immediate == 0 and within(frame, _COMPILERS):
+                deny("torch.compile is not available while your code is graded: the checks grade your code as "
+                     "written, so leave torch.compile out", report=False, frame=frame)
             deny(f"{'compiling' if event == 'compile' else 'running'} code at run time (exec, eval, compile) "
                  "is not allowed while your code is graded", report=False, frame=frame)
         if event == "import":
@@ -1092,12 +1168,14 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread):
                     return
                 filename = frame.f_code.co_filename
                 if event == "sys._getframe" and (filename.endswith(_FRAME_HELPERS)
-                                                 or filename.startswith(state["kata_dir"])):
+                                                 or filename.startswith(state["kata_dir"])
+                                                 or for_library(frame, _STACK_TEXT)):
                     return
                 if event in ("marshal.loads", "marshal.load") and filename.startswith("<frozen importlib"):
                     return
-                if event == "object.__setattr__" and s_len(args) > 1 and args[1] in (
-                        "__module__", "__qualname__", "__name__", "__doc__", "__annotations__"):
+                if event == "object.__setattr__" and s_len(args) > 1 and (
+                        args[1] in ("__module__", "__qualname__", "__name__", "__doc__", "__annotations__")
+                        or (issubclass(s_type(args[0]), _SETATTR_TARGETS) and not sealed_target(args[0]))):
                     return
             report = event in ("object.__setattr__", "object.__delattr__", "sys.addaudithook")
             deny(f"{event} is not allowed while your code is graded", report=report, frame=frame)
