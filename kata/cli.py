@@ -446,6 +446,10 @@ def doctor_rows() -> list[tuple[str, str, bool]]:
         rows.append(("progress file", f"{path}" + ("" if path.exists() else " (not created yet)"), True))
     except CourseError as exc:
         rows.append(("course", exc.problems[0], False))
+    from kata.grading import isolation
+
+    support = isolation.probe()
+    rows.append(("isolation (kata grade)", support.describe(), True))  # students' laptops need none
     for module in ("pytest", "hypothesis", "rich", "click", "nbgrader"):
         try:
             from importlib.metadata import version
@@ -565,14 +569,18 @@ def _interrupt_on(*names: str) -> None:
               help="Grading processes at once (default: the CPU count).")
 @click.option("--restart", is_flag=True,
               help="Grade everything again: the journal of earlier runs is renamed, not deleted.")
+@click.option("--unsafe-no-sandbox", is_flag=True,
+              help="Grade without the operating-system sandbox (bubblewrap) where there is none: the students' "
+                   "code then runs with your permissions. The reports say so.")
 @json_option
 def grade(submissions: Path, out: Path | None, keys: tuple[str, ...], students: tuple[str, ...], jobs: int | None,
-          restart: bool, as_json: bool) -> None:
+          restart: bool, unsafe_no_sandbox: bool, as_json: bool) -> None:
     """For instructors: grade every student's folder (or .zip) in SUBMISSIONS against the katas.
 
-    Writes grades.csv, katas.csv, checks.csv and grades.json. An interrupted run continues where it
-    stopped when run again. Exit code: 0 every unit graded, 1 some could not be (internal errors:
-    run again), 2 usage error, 130 interrupted.
+    Each graded unit runs in a bubblewrap sandbox (`kata doctor` says whether there is one). Writes
+    grades.csv, katas.csv, checks.csv and grades.json. An interrupted run continues where it stopped
+    when run again. Exit code: 0 every unit graded, 1 some could not be (internal errors: run again),
+    2 usage error (no sandbox, say), 130 interrupted.
     """
     import os
 
@@ -596,7 +604,8 @@ def grade(submissions: Path, out: Path | None, keys: tuple[str, ...], students: 
     try:
         with render.GradeProgress(console) as bar:
             state = grading.grade_class(course, found, katas, out, jobs=jobs or os.cpu_count() or 2, restart=restart,
-                                        on_start=bar.start, on_result=bar.result)
+                                        on_start=bar.start, on_result=bar.result,
+                                        unsafe_no_sandbox=unsafe_no_sandbox)
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
     if as_json:

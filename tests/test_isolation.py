@@ -8,15 +8,21 @@ makes `test_every_process_entry_point_has_a_case` fail until it has a case here.
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
+import socket
+import subprocess
 import sys
+import time
 
 import pytest
 
 from kata import runner
-from tests.conftest import CORRECT_SOFTMAX
+from kata.grading import isolation
+from tests.conftest import CORRECT_SOFTMAX, REPO
+from tests.test_cli import kata_exe
 
 TIMEOUT = 180
 WRONG = "    return torch.exp(x) / 2\n"
@@ -193,3 +199,221 @@ def test_sockets_and_shared_memory_are_refused(course, softmax_file, attempt, wo
 def test_a_correct_file_passes_with_sockets_and_processes_refused(course, softmax_file):
     result = runner.run_kata(course, course.find("9.1"), softmax_file(CORRECT_SOFTMAX), timeout=TIMEOUT)
     assert result.outcome == runner.PASSED, (result.outcome, result.message)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The operating-system wall (bubblewrap), on its own: no guard inside, so what it stops is what it stops.
+
+
+def _sandboxed(course, script: str, tmp_path) -> subprocess.CompletedProcess:
+    """Run a plain Python script in the sandbox a graded unit of kata 9.1 gets (no in-process guard)."""
+    submission = tmp_path / "submission"
+    submission.mkdir(exist_ok=True)
+    (submission / "script.py").write_text(script)
+    placeholder = tmp_path / "placeholder"
+    placeholder.touch()
+    wrapper = isolation.command(course, course.find("9.1"), submission, placeholder=placeholder)
+    return subprocess.run([*wrapper, sys.executable, "/submission/script.py"], capture_output=True, text=True,
+                          timeout=120, env=isolation.environment(dict(os.environ)))
+
+
+def _processes(pattern: str) -> str:
+    return subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout
+
+
+def test_every_process_a_unit_started_dies_with_it(course, tmp_path):
+    script = ("import os, subprocess, time\n"
+              "if os.fork() == 0:\n"  # a double fork: the grandchild is nobody's child
+              "    if os.fork() == 0:\n"
+              "        os.execvp('sleep', ['sleep', '971'])\n"
+              "    os._exit(0)\n"
+              "subprocess.Popen(['setsid', 'sleep', '972'], start_new_session=True)\n"
+              "subprocess.Popen(['sh', '-c', 'nohup sleep 973 >/dev/null 2>&1 &'])\n"
+              "time.sleep(1)\n"
+              "print(len([p for p in os.listdir('/proc') if p.isdigit()]))\n")
+    done = _sandboxed(course, script, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) >= 4  # the sleeps were running, in the unit's own PID namespace
+    time.sleep(0.5)
+    assert _processes("sleep 97[123]") == ""
+
+
+def test_a_unit_sees_no_network_no_course_no_home_and_little_shared_memory(course, course_root, tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    (course_root / "exercises" / "9.2-layer-norm" / "exercise.py").write_text("# another student's work")
+    script = (
+        "import os, socket\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+        "    print('network: reached')\n"
+        "except OSError as exc:\n"
+        "    print('network: refused')\n"
+        f"print('exercise:', repr(open({str(course_root / 'exercises/9.2-layer-norm/exercise.py')!r}).read()))\n"
+        f"print('git:', os.path.exists({str(course_root / '.git')!r}), 'tests:',"
+        f" os.path.exists({str(REPO / 'tests')!r}))\n"
+        f"print('home:', os.path.exists({os.path.expanduser('~/.bashrc')!r}))\n"
+        f"print('later solution:', repr(open({str(course.find('9.3').solution)!r}).read()))\n"
+        "try:\n"
+        "    with open('/dev/shm/big', 'wb') as f:\n"
+        "        f.write(b'x' * (200 << 20))\n"
+        "    print('shm: 200 MB')\n"
+        "except OSError as exc:\n"
+        "    print('shm: full')\n")
+    try:
+        done = _sandboxed(course, script, tmp_path)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["network: refused", "exercise: ''", "git: False tests: False",
+                                        "home: False", "later solution: ''", "shm: full"]
+    assert not os.path.exists("/dev/shm/big")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A class of forgers beside honest students, graded by the real `kata grade`
+
+
+def _tree(folder) -> dict[str, str]:
+    """Every file under `folder` (links as links), by relative path: its SHA-256."""
+    import hashlib
+
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            found[str(path.relative_to(folder))] = "link:" + os.readlink(path)
+        elif path.is_file():
+            found[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+NOTHING = "    raise NotImplementedError\n"  # what a forger earns when the forgery fails: exactly 0
+ATTEMPTS = ("import json, os, pathlib, torch\n\n\ndef attempt(f):\n    try:\n        f()\n    except Exception:\n"
+            "        pass\n\n\n")
+
+
+def forgers(course_root, folder, out, home) -> dict[str, str]:
+    """The student files of the audit's attacks that `kata grade` could meet: (name, source of 9.1). The
+    instructor's files they aim at are stand-ins under the test's folder (the course is a clone, with its
+    .ci and .git; `home` the instructor's home), so that a broken sandbox spoils no real file."""
+    forged = {"student": "alice", "kata": "9.1", "outcome": "failed", "points": 0.0, "max_points": 10.0,
+              "graders": "", "sha256": ""}
+    writes = [course_root / "course.toml", course_root / ".ci" / "run",
+              course_root / ".git" / "hooks" / "post-checkout", home / ".bashrc", out / "grades.csv",
+              folder / "alice" / "9.1-softmax.py"]
+    return {
+        # 1: a helper process (unaudited fork_exec) computing F.softmax, leaving a `sleep` in its own session
+        "helper": HELPER_ESCAPE.replace("    os.waitpid(pid, 0)\n", "    os.waitpid(pid, 0)\n"
+                                        "    _posixsubprocess.fork_exec([b'/bin/sleep', b'974'], [b'/bin/sleep'],"
+                                        " True, (), None, None, -1, -1, -1, -1, -1, -1, *os.pipe(), False, True,"
+                                        " -1, None, None, None, -1, None, False)\n"),
+        "doublefork": ATTEMPTS + "if os.fork() == 0:\n    if os.fork() == 0:\n"
+                                 "        os.execvp('sleep', ['sleep', '975'])\n"
+                                 "    os._exit(0)\n\n\ndef softmax(x, dim=-1):\n" + NOTHING,
+        "socket": ATTEMPTS + "import socket\n\n\ndef softmax(x, dim=-1):\n"
+                             "    socket.create_connection(('127.0.0.1', 9), timeout=1)\n" + NOTHING,
+        # 4: forged journal lines (another student to 0, this one to full marks)
+        "journal": ATTEMPTS + "".join(
+            f"attempt(lambda: open({str(out / 'results.jsonl')!r}, 'a').write(json.dumps({line!r}) + '\\n'))\n"
+            for line in (forged, {**forged, "student": "journal", "outcome": "passed", "points": 10.0}))
+            + "\n\ndef softmax(x, dim=-1):\n" + NOTHING,
+        # 6: writes outside the graders and solutions
+        "writer": ATTEMPTS + "".join(f"attempt(lambda: open({str(p)!r}, 'a').write('\\necho forged\\n'))\n"
+                                     for p in writes) + "\n\ndef softmax(x, dim=-1):\n" + NOTHING,
+        # reading another student's file (a correct softmax when it could) and the reference solution by path
+        "reader": ATTEMPTS + "SOURCES = []\nattempt(lambda: SOURCES.append(open("
+                  f"{str(folder / 'alice' / '9.1-softmax.py')!r}).read()))\n"
+                  + CORRECT_SOFTMAX.split("\n\n", 1)[1].replace("    e = ",
+                                                                f"    if not SOURCES:\n    {NOTHING}    e = "),
+        "ref-reader": ATTEMPTS + f"SOURCE = open({str(course_root / 'solutions' / '9.1-softmax' / 'solution.py')!r})"
+                      ".read()\n\n\ndef softmax(x, dim=-1):\n" + NOTHING,
+        # 8: a /dev/shm file past the memory limit
+        "shm": ATTEMPTS + "def softmax(x, dim=-1):\n"
+                          "    with open('/dev/shm/kata-forger', 'wb') as f:\n"
+                          "        f.truncate(5 << 30)\n" + NOTHING,
+    }
+
+
+def test_a_class_of_forgers_gets_zero_beside_full_marks(tmp_path):
+    import shutil
+
+    from kata.course import load_course
+    from kata.stubs import strip_markers
+    from tests.conftest import copy_course
+
+    course_root = copy_course(tmp_path / "course")
+    shutil.copytree(REPO / ".ci", course_root / ".ci")
+    (course_root / ".git" / "hooks").mkdir(parents=True)
+    (course_root / ".git" / "hooks" / "post-checkout.sample").write_text("#!/bin/sh\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("export PATH\n")
+    reference = strip_markers(load_course(course_root).find("9.1").solution.read_text())
+    folder, out = tmp_path / "class", tmp_path / "class-grades"
+    honest = ("alice", "zoe")
+    for name in honest:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "9.1-softmax.py").write_text(reference)
+    for name, source in forgers(course_root, folder, out, home).items():
+        (folder / name).mkdir()
+        (folder / name / "9.1-softmax.py").write_text(source)
+    # 5: symbolic links out of the submission: to the reference, to another student's file and folder
+    (folder / "linker").mkdir()
+    (folder / "linker" / "9.1-softmax.py").symlink_to(course_root / "solutions" / "9.1-softmax" / "solution.py")
+    (folder / "copier").mkdir()
+    (folder / "copier" / "9.1-softmax.py").symlink_to(folder / "alice" / "9.1-softmax.py")
+    (folder / "folder-linker" / "exercises").mkdir(parents=True)
+    shutil.copytree(folder / "alice", folder / "zoe-clone")  # a folder the next one links to
+    (folder / "folder-linker" / "exercises" / "9.1-softmax").symlink_to(folder / "zoe-clone")
+    (folder / "zoe-clone" / "exercise.py").write_text(reference)
+    (folder / "whole-linker").symlink_to(folder / "alice")
+    # hard links are read as copies: graded as what they hold
+    (folder / "hardlinker").mkdir()
+    os.link(folder / "alice" / "9.1-softmax.py", folder / "hardlinker" / "9.1-softmax.py")
+
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "KATA_COURSE": str(course_root), "KATA_PROGRESS": str(tmp_path / "progress.json"),
+           "TMPDIR": str(tmp_path / "tmp"), "HOME": str(home)}
+    watched = {"course": (course_root, _tree(course_root)), "class": (folder, _tree(folder)),
+               "home": (home, _tree(home))}
+
+    def grade() -> dict:
+        done = subprocess.run([kata_exe(), "grade", str(folder), "--katas", "9.1", "--jobs", "2", "--json"],
+                              capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return {s["student"]: s["katas"][0] for s in json.loads(done.stdout)["students"]}
+
+    grades = grade()
+    expected = {"alice": ("passed", 10), "zoe": ("passed", 10), "zoe-clone": ("passed", 10),
+                "hardlinker": ("passed", 10), "helper": ("tampered", 0), "doublefork": ("exception", 0),
+                "socket": ("failed", 0), "journal": ("not-implemented", 0), "writer": ("tampered", 0),
+                "reader": ("not-implemented", 0), "ref-reader": ("tampered", 0), "shm": ("tampered", 0),
+                "linker": ("not-a-regular-file", 0), "copier": ("not-a-regular-file", 0),
+                "folder-linker": ("not-a-regular-file", 0), "whole-linker": ("unreadable", 0)}
+    assert {s: (g["outcome"], g["points"]) for s, g in grades.items()} == expected
+    assert "symbolic link" in grades["linker"]["message"] and "symbolic link" in grades["whole-linker"]["message"]
+    assert all(g["isolation"].startswith("bubblewrap") for g in grades.values())
+    with open(out / "checks.csv", newline="") as f:
+        tampered = [row for row in csv.DictReader(f) if row["student"] in ("helper", "shm")]
+    assert tampered and all(row["points"] == "0" for row in tampered)
+
+    # Nothing outside the reports changed: not the course (its .ci, its .git), the class, the home.
+    for name, (where, before) in watched.items():
+        assert _tree(where) == before, name
+    assert sorted(p.name for p in out.iterdir()) == [".kata-grade.key", ".kata-grade.lock", "checks.csv",
+                                                      "grades.csv", "grades.json", "katas.csv", "results.jsonl"]
+    assert not os.path.exists("/dev/shm/kata-forger")
+    assert _processes("sleep 97[45]") == "" and _processes(str(tmp_path)) == ""
+
+    # 4: lines forged into the journal by hand are rejected and their units graded again
+    journal = out / "results.jsonl"
+    lines = journal.read_text().splitlines()
+    for student, points in (("alice", 0.0), ("journal", 10.0)):
+        line = next(json.loads(x.rpartition("\t")[0]) for x in lines if x.startswith(f'{{"student": "{student}"'))
+        line.update(points=points, outcome="passed" if points else "failed")
+        with open(journal, "a") as f:
+            f.write(json.dumps(line) + "\t" + "0" * 64 + "\n")
+    again = grade()
+    assert {s: (g["outcome"], g["points"]) for s, g in again.items()} == expected

@@ -32,8 +32,9 @@ and everything it needs lives in its closure, out of reach of the student's code
   file, of `/proc`; no writing of Python files or into the installation; no processes (also through
   `_posixsubprocess.fork_exec`, which raises no audit event: it is replaced by one that asks the hook),
   no signals to other processes, no resource limits raised; no sockets; no memory mappings, /dev/shm
-  files or `_posixshmem` (shared memory, which the memory limit does not count). Attempts on hidden files, on other processes and on the
-  results are reported as tampering; the others just fail with a `TamperError`.
+  files or `_posixshmem` (shared memory, which the memory limit does not count). Attempts on hidden
+  files, on other processes and on the results are reported as tampering; the others just fail with a
+  `TamperError`.
 
 In-process grading cannot be a proof against an adversary with unlimited patience (Python has no
 private memory); the point is that every known route to a forged pass is closed or detected, and
