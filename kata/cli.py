@@ -481,7 +481,9 @@ def doctor(as_json: bool) -> None:
 @click.option("--jobs", "-j", type=int, default=None, help="Grading runs at once (default: the CPU count).")
 @click.option("--progress", "check_progress", is_flag=True,
               help="Check the progress file instead: every pass must carry the hash of the file that passed.")
-@click.option("--regrade", is_flag=True, help="With --progress: also grade each passed exercise again.")
+@click.option("--regrade", is_flag=True,
+              help="With --progress: also grade each passed exercise again (without it, only the files' identity "
+                   "is proven).")
 @json_option
 def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, regrade: bool, as_json: bool) -> None:
     """For course authors: prove every kata sound (reference passes, stub and planted mistakes fail).
@@ -532,6 +534,7 @@ def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) ->
     ok = all(c.ok for c in checks)
     if as_json:
         emit("verify-progress", {"ok": ok, "progress_file": str(progress.path), "regraded": regrade,
+                                  "proves": "passing" if regrade else "identity",
                                   "katas": [vars(c) for c in checks]})
     else:
         console = _console()
@@ -540,9 +543,15 @@ def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) ->
         for check in checks:
             mark = "[green]✓[/]" if check.ok else "[red]✗[/]"
             console.print(f"{mark} {check.kata} {check.verdict}" + (f": {check.detail}" if check.detail else ""))
-        if checks:
-            console.print(("[green bold]every pass is proven[/]" if ok else "[red bold]some passes are not proven[/]")
-                          + (" (regraded)" if regrade else " (hashes; --regrade grades them again)"))
+        if checks and regrade:
+            console.print("[green bold]every pass is proven[/] (each file graded again and passed)" if ok
+                          else "[red bold]some passes are not proven[/]")
+        elif checks:
+            console.print(("[green bold]every pass names the file as it is now[/]" if ok
+                           else "[red bold]some passes do not match their files[/]")
+                          + ": identity only (the SHA-256 says which file was recorded as passing, not that it "
+                          "passes: a pass written by hand with the right hash matches too). --regrade grades "
+                          "each file again.")
     sys.exit(0 if ok else 1)
 
 

@@ -417,3 +417,75 @@ def test_a_class_of_forgers_gets_zero_beside_full_marks(tmp_path):
             f.write(json.dumps(line) + "\t" + "0" * 64 + "\n")
     again = grade()
     assert {s: (g["outcome"], g["points"]) for s, g in again.items()} == expected
+
+
+def test_verify_progress_says_a_hash_proves_identity_and_regrade_proves_the_pass(course_root):
+    # A pass written by hand with the right SHA-256 of a file that does not pass.
+    from click.testing import CliRunner
+
+    from kata.cli import main
+    from kata.progress import file_hash
+
+    exercise = course_root / "exercises" / "9.1-softmax" / "exercise.py"
+    exercise.write_text("import torch\n\n\ndef softmax(x, dim=-1):\n" + WRONG)
+    (course_root / ".kata-progress.json").write_text(json.dumps({"schema": 1, "katas": {
+        "9.1": {"status": "passed", "attempts": 1, "passed_hash": file_hash(exercise)}}}))
+    identity = CliRunner().invoke(main, ["verify", "--progress", "9.1"], terminal_width=300)
+    assert identity.exit_code == 0 and "identity only" in identity.output and "--regrade" in identity.output
+    assert json.loads(CliRunner().invoke(main, ["verify", "--progress", "9.1", "--json"]).output)["proves"] == \
+        "identity"
+    regraded = CliRunner().invoke(main, ["verify", "--progress", "9.1", "--regrade", "--json"])
+    assert regraded.exit_code == 1 and json.loads(regraded.output)["katas"][0]["verdict"] == "regraded-failing"
+
+
+def test_without_a_sandbox_kata_grade_refuses_unless_told_and_the_reports_say_so(tmp_path):
+    from kata.course import load_course
+    from kata.grade import UNSAFE
+    from kata.stubs import strip_markers
+    from tests.conftest import copy_course
+
+    course_root = copy_course(tmp_path / "course")
+    folder = tmp_path / "class"
+    (folder / "alice").mkdir(parents=True)
+    (folder / "alice" / "9.1-softmax.py").write_text(
+        strip_markers(load_course(course_root).find("9.1").solution.read_text()))
+    env = {**os.environ, "KATA_COURSE": str(course_root), "KATA_PROGRESS": str(tmp_path / "progress.json")}
+    no_bwrap = {**env, "PATH": str(tmp_path / "no-tools")}  # where bubblewrap is not found
+
+    def grade(*args, env):
+        return subprocess.run([kata_exe(), "grade", str(folder), "--katas", "9.1", *args], capture_output=True,
+                              text=True, timeout=300, env=env)
+
+    refused = grade(env=no_bwrap)
+    assert refused.returncode == 2 and "needs an operating-system sandbox" in refused.stderr
+    assert "bubblewrap (bwrap) is not installed" in refused.stderr and "--unsafe-no-sandbox" in refused.stderr
+    assert not (tmp_path / "class-grades" / "results.jsonl").exists()
+
+    unsafe = grade("--unsafe-no-sandbox", "--json", env=no_bwrap)
+    assert unsafe.returncode == 0, unsafe.stderr[-2000:]
+    report = json.loads(unsafe.stdout)
+    assert report["isolation"] == UNSAFE and report["students"][0]["total"] == 10
+    with open(tmp_path / "class-grades" / "katas.csv", newline="") as f:
+        assert [row["isolation"] for row in csv.DictReader(f)] == [UNSAFE]
+
+    # With the sandbox back, what was graded without it is graded again.
+    again = json.loads(grade("--json", env=env).stdout)
+    assert (again["graded"], again["reused"]) == (1, 0) and again["isolation"].startswith("bubblewrap")
+
+
+def test_kata_doctor_says_which_isolation_there_is(tmp_path):
+    env = {**os.environ, "KATA_COURSE": str(REPO)}
+    restricted = tmp_path / "restricted"  # a bwrap that user namespaces are refused to (Ubuntu 24.04's AppArmor)
+    restricted.mkdir()
+    (restricted / "bwrap").write_text('#!/bin/sh\n[ "$1" = --version ] && echo "bubblewrap 0.9.0" && exit 0\n'
+                                      'echo "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
+    (restricted / "bwrap").chmod(0o755)
+    rows = {}
+    for label, path in (("here", env["PATH"]), ("without bwrap", str(tmp_path)), ("restricted", str(restricted))):
+        done = subprocess.run([kata_exe(), "doctor", "--json"], capture_output=True, text=True, timeout=300,
+                              env={**env, "PATH": path})
+        rows[label] = {c["name"]: c["value"] for c in json.loads(done.stdout)["checks"]}["isolation (kata grade)"]
+    assert rows["here"].startswith("bubblewrap ") and "PID and network namespaces" in rows["here"]
+    assert "not installed" in rows["without bwrap"] and "apt-get install bubblewrap" in rows["without bwrap"]
+    assert "uid map: Permission denied" in rows["restricted"]
+    assert "kernel.apparmor_restrict_unprivileged_userns=0" in rows["restricted"]
