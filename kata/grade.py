@@ -298,7 +298,11 @@ class Journal:
             try:
                 fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
             except FileExistsError:
-                self._key = bytes.fromhex(key_path.read_text(encoding="ascii").strip())
+                try:
+                    self._key = bytes.fromhex(key_path.read_text(encoding="ascii").strip())
+                except (ValueError, UnicodeDecodeError):
+                    raise GradeError(f"{key_path} is not a journal key: delete it, and every line of the journal "
+                                     "will be graded again") from None
             else:
                 with os.fdopen(fd, "w", encoding="ascii") as f:
                     self._key = secrets.token_bytes(32)

@@ -139,6 +139,9 @@ def command(course, kata, submission_dir: Path, *, graders: Path | None = None, 
     args += ["--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm",
              "--size", str(TMP_MB * 1024 * 1024), "--tmpfs", "/tmp"]
     for path in _python_dirs():
+        if str(course.root) == path or str(course.root).startswith(path + os.sep):
+            raise OSError(f"the Python environment at {path} holds the course ({course.root}): a sandbox "
+                          "showing the environment would show the whole course; install kata elsewhere")
         args += ["--ro-bind", path, path]
     args += _course_skeleton(course, kata, graders, placeholder)
     args += ["--ro-bind", str(submission_dir), SUBMISSION_DIR, "--chdir", str(course.root), "--"]
