@@ -4,6 +4,7 @@
 2. bench/verify_course.py      `kata verify` of the whole course against one `kata check` of each kata
 3. bench/capstone.py           the 9.10 capstone: time to 0.95 accuracy, reference against torch's layers
 4. bench/grade_vs_nbgrader.py  `kata grade --jobs 1/2` against `nbgrader autograde`, 20 students
+5. bench/isolation.py          a graded unit in the bubblewrap sandbox against the same without it
 
     python bench/run_all.py          (764 s on a 2-core machine, 2026-11-24)
 
@@ -17,10 +18,12 @@ import time
 import capstone
 import check_latency
 import grade_vs_nbgrader
+import isolation
 import verify_course
 
 BENCHMARKS = (("kata check latency", check_latency), ("kata verify, whole course", verify_course),
-              ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader))
+              ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader),
+              ("the sandbox of a graded unit", isolation))
 
 
 def main() -> None:
