@@ -7,6 +7,7 @@
 5. bench/grade_cost.py         CPU seconds per unit of `kata grade` against `import torch`; a class's CPU-hours
 6. bench/capstone_tasks.py     the capstone tasks side by side (copy, the baseline; reverse), with and
                                without a planted padding-mask mistake
+7. bench/isolation.py          a graded unit in the bubblewrap sandbox against the same without it
 
     python bench/run_all.py          (764 s on a 2-core machine for 1-4, 2026-11-24)
 
@@ -22,11 +23,13 @@ import capstone_tasks
 import check_latency
 import grade_cost
 import grade_vs_nbgrader
+import isolation
 import verify_course
 
 BENCHMARKS = (("kata check latency", check_latency), ("kata verify, whole course", verify_course),
               ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader),
-              ("what a class costs", grade_cost), ("the capstone tasks: copy and reverse", capstone_tasks))
+              ("what a class costs", grade_cost), ("the capstone tasks: copy and reverse", capstone_tasks),
+              ("the sandbox of a graded unit", isolation))
 
 
 def main() -> None:

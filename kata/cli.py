@@ -471,6 +471,10 @@ def doctor_rows() -> list[tuple[str, str, bool]]:
         rows.append(("progress file", f"{path}" + ("" if path.exists() else " (not created yet)"), True))
     except CourseError as exc:
         rows.append(("course", exc.problems[0], False))
+    from kata.grading import isolation
+
+    support = isolation.probe()
+    rows.append(("isolation (kata grade)", support.describe(), True))  # students' laptops need none
     for module in ("pytest", "hypothesis", "rich", "click", "nbgrader"):
         try:
             from importlib.metadata import version
@@ -502,7 +506,9 @@ def doctor(as_json: bool) -> None:
 @click.option("--jobs", "-j", type=int, default=None, help="Grading runs at once (default: the CPU count).")
 @click.option("--progress", "check_progress", is_flag=True,
               help="Check the progress file instead: every pass must carry the hash of the file that passed.")
-@click.option("--regrade", is_flag=True, help="With --progress: also grade each passed exercise again.")
+@click.option("--regrade", is_flag=True,
+              help="With --progress: also grade each passed exercise again (without it, only the files' identity "
+                   "is proven).")
 @json_option
 def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, regrade: bool, as_json: bool) -> None:
     """For course authors: prove every kata sound (reference passes, stub and planted mistakes fail).
@@ -553,6 +559,7 @@ def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) ->
     ok = all(c.ok for c in checks)
     if as_json:
         emit("verify-progress", {"ok": ok, "progress_file": str(progress.path), "regraded": regrade,
+                                  "proves": "passing" if regrade else "identity",
                                   "katas": [vars(c) for c in checks]})
     else:
         console = _console()
@@ -561,9 +568,15 @@ def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) ->
         for check in checks:
             mark = "[green]✓[/]" if check.ok else "[red]✗[/]"
             console.print(f"{mark} {check.kata} {check.verdict}" + (f": {check.detail}" if check.detail else ""))
-        if checks:
-            console.print(("[green bold]every pass is proven[/]" if ok else "[red bold]some passes are not proven[/]")
-                          + (" (regraded)" if regrade else " (hashes; --regrade grades them again)"))
+        if checks and regrade:
+            console.print("[green bold]every pass is proven[/] (each file graded again and passed)" if ok
+                          else "[red bold]some passes are not proven[/]")
+        elif checks:
+            console.print(("[green bold]every pass names the file as it is now[/]" if ok
+                           else "[red bold]some passes do not match their files[/]")
+                          + ": identity only (the SHA-256 says which file was recorded as passing, not that it "
+                          "passes: a pass written by hand with the right hash matches too). --regrade grades "
+                          "each file again.")
     sys.exit(0 if ok else 1)
 
 
@@ -664,17 +677,22 @@ def grade() -> None:
 @click.option("--shard", "shard_text", default=None, metavar="I/N",
               help="Grade only part I of N (from 0) of the units, by a stable hash of (student, kata); "
                    "`kata grade merge` puts the N output folders together.")
+@click.option("--unsafe-no-sandbox", is_flag=True,
+              help="Grade without the operating-system sandbox (bubblewrap) where there is none: the students' "
+                   "code then runs with your permissions. The reports say so.")
 @_export_options
 @json_option
 def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], students: tuple[str, ...],
-                jobs: int | None, restart: bool, shard_text: str | None, formats: tuple[str, ...],
-                assignment: str | None, per_kata: bool, roster: Path | None, as_json: bool) -> None:
+                jobs: int | None, restart: bool, shard_text: str | None, unsafe_no_sandbox: bool,
+                formats: tuple[str, ...], assignment: str | None, per_kata: bool, roster: Path | None,
+                as_json: bool) -> None:
     """For instructors: grade every student's folder (or .zip) in SUBMISSIONS against the katas.
 
-    Writes grades.csv, katas.csv, checks.csv and grades.json (and canvas.csv with --format canvas). An
+    Each graded unit runs in a bubblewrap sandbox (`kata doctor` says whether there is one). Writes
+    grades.csv, katas.csv, checks.csv and grades.json (and canvas.csv with --format canvas). An
     interrupted run continues where it stopped when run again. `kata grade merge OUT SHARD_DIRS...`
     merges the folders of `--shard` runs. Exit code: 0 every unit graded, 1 some could not be (internal
-    errors: run again), 2 usage error, 130 interrupted.
+    errors: run again), 2 usage error (no sandbox, say), 130 interrupted.
     """
     import os
 
@@ -700,7 +718,8 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
     try:
         with render.GradeProgress(console) as bar:
             state = grading.grade_class(course, found, katas, out, jobs=jobs or os.cpu_count() or 2, restart=restart,
-                                        on_start=bar.start, on_result=bar.result, shard=shard)
+                                        on_start=bar.start, on_result=bar.result, shard=shard,
+                                        unsafe_no_sandbox=unsafe_no_sandbox)
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
     _lms_exports(course, state, out, formats, assignment, per_kata, matched)

@@ -25,10 +25,13 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import hmac
 import io
 import json
 import os
+import secrets
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -43,12 +46,15 @@ from filelock import FileLock, Timeout
 
 from kata import runner
 from kata.course import Course, Kata
+from kata.grading import isolation
 from kata.progress import file_hash
 
 SCHEMA = "kata.grade/1"
 JOURNAL = "results.jsonl"
 MISSING = "missing"  # no file for the kata in the submission
 UNREADABLE = "unreadable"  # the submission itself could not be read (a broken zip)
+NOT_REGULAR = "not-a-regular-file"  # the kata's file (or a folder on its way) is a symbolic link: never followed
+UNSAFE = "none (--unsafe-no-sandbox)"  # the isolation of units graded without a sandbox
 SKIPPED_DIRS = {".git", "__pycache__", ".venv", "venv", "node_modules", ".kata-backups", ".ipynb_checkpoints"}
 MAX_DEPTH = 6  # folders below a student's folder searched for the kata files
 ZIP_MEMBER_LIMIT = 4 * 1024 * 1024  # bytes: a larger .py in a zip is not unpacked
@@ -105,14 +111,22 @@ class Submission:
             wanted[(None, f"{kata.dirname}.py")] = kata.id
         found: dict[str, tuple[int, str, Path]] = {}
         top = len(self.folder.parts)
-        for here, dirs, files in os.walk(self.folder):
+        for here, dirs, files in os.walk(self.folder):  # symbolic links to folders are listed, never entered
             depth = len(Path(here).parts) - top
-            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and depth < MAX_DEPTH)
-            for name in files:
-                kata_id = wanted.get((Path(here).name, name)) or wanted.get((None, name))
+            linked = [d for d in dirs if os.path.islink(os.path.join(here, d))]
+            dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and depth < MAX_DEPTH and d not in linked)
+            # A linked kata folder stands for its exercise.py: graded as a link (0 points, with the reason).
+            candidates = [*files, *(os.path.join(d, "exercise.py") for d in linked)]
+            for name in candidates:
+                if os.sep in name:
+                    folder, _, name = name.rpartition(os.sep)
+                    kata_id = wanted.get((folder, name))
+                    path = Path(here) / folder / name
+                else:
+                    kata_id = wanted.get((Path(here).name, name)) or wanted.get((None, name))
+                    path = Path(here) / name
                 if kata_id is None:
                     continue
-                path = Path(here) / name
                 rank = (depth, str(path))
                 if kata_id not in found or rank < found[kata_id][:2]:
                     found[kata_id] = (*rank, path)
@@ -136,6 +150,7 @@ class KataGrade:
     where: list[str] = field(default_factory=list)  # "file:line" of the problem (a syntax error, say)
     checks: list[dict] = field(default_factory=list)  # id, title, status, points, worth, message
     graded_at: str = ""
+    isolation: str = ""  # the operating-system sandbox it was graded in (`UNSAFE` if none)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -168,28 +183,84 @@ def _clip(text: str, limit: int = MESSAGE_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _link_on_the_way(folder: Path, path: Path) -> Path | None:
+    """The first symbolic link among `path` and the folders between `folder` and it, if any."""
+    here = folder
+    for part in path.relative_to(folder).parts:
+        here = here / part
+        if here.is_symlink():
+            return here
+    return None
+
+
+def submission_hash(folder: Path, path: Path | None) -> str | None:
+    """What a kata's grade depends on in the submission: the SHA-256 of the file's content, or of where a
+    symbolic link on its way points (a link is graded as a link, whatever it points to)."""
+    if path is None:
+        return None
+    link = _link_on_the_way(folder, path)
+    if link is not None:
+        return "link:" + hashlib.sha256(f"{link.relative_to(folder)}\0{os.readlink(link)}".encode()).hexdigest()
+    return file_hash(path)
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of `path`, a regular file, read without following a link (one made since it was found)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return f.read()
+
+
 def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprint: str | None = None,
-               cancel: threading.Event | None = None) -> KataGrade:
-    """Grade one kata of one student, in a child process with the kata's limits. Never raises for
+               cancel: threading.Event | None = None, isolate: bool = True) -> KataGrade:
+    """Grade one kata of one student, in a child process with the kata's limits, on a private copy of the
+    student's file (a hard link is read as a copy; a symbolic link is never followed: 0 points). With
+    `isolate` the child runs in the operating-system sandbox (`kata.grading.isolation`). Never raises for
     anything the student's files do; `runner.Cancelled` when `cancel` is set."""
     fingerprint = fingerprint or graders_fingerprint(kata)
     now = datetime.now(UTC).isoformat(timespec="seconds")
+    sandbox = isolation.probe().describe() if isolate else UNSAFE
     path = submission.locate(course).get(kata.id)
     if submission.problem:
         return KataGrade(submission.student, kata.id, UNREADABLE, 0.0, kata.points, submission.problem,
-                         graders=fingerprint, graded_at=now)
+                         graders=fingerprint, graded_at=now, isolation=sandbox)
     if path is None:
         reason = (f"no file for kata {kata.id}: looked for exercises/{kata.dirname}/exercise.py, "
                   f"{kata.dirname}/exercise.py or {kata.dirname}.py at any depth")
+        links = sorted(p.relative_to(submission.folder).as_posix() for p in submission.folder.rglob("*")
+                       if p.is_symlink())[:3]
+        if links:
+            reason += f" (symbolic links are not followed: {', '.join(links)})"
         return KataGrade(submission.student, kata.id, MISSING, 0.0, kata.points, reason, graders=fingerprint,
-                         graded_at=now)
+                         graded_at=now, isolation=sandbox)
     relative = path.relative_to(submission.folder).as_posix()
-    result = runner.run_kata(course, kata, path, cancel=cancel)
-    where = [f"{relative}:{f.line}" if Path(f.file) == path else f"{f.file}:{f.line}" for f in result.frames]
-    checks = [{"id": c.id, "title": c.title, "status": c.status, "points": c.points if c.passed else 0.0,
+    sha = submission_hash(submission.folder, path)
+    link = _link_on_the_way(submission.folder, path)
+    try:
+        content = None if link is not None else _read_regular(path)
+    except OSError as exc:
+        content, problem = None, f"{relative} cannot be read as a regular file: {exc.strerror or exc}"
+    if link is not None:
+        target = os.readlink(link)
+        problem = (f"{link.relative_to(submission.folder).as_posix()} is a symbolic link (to {target}), not a "
+                   "regular file: links are not followed, submit the file itself")
+    if content is None:
+        return KataGrade(submission.student, kata.id, NOT_REGULAR, 0.0, kata.points, problem, relative, sha,
+                         fingerprint, graded_at=now, isolation=sandbox)
+    with tempfile.TemporaryDirectory(prefix="kata-submission-") as private:
+        copy = Path(private) / path.name
+        copy.write_bytes(content)
+        result = runner.run_kata(course, kata, copy, cancel=cancel, isolate=isolate)
+    where = [f"{relative}:{f.line}" if Path(f.file) == copy else f"{f.file}:{f.line}" for f in result.frames]
+    counts = result.outcome != runner.TAMPERED  # a tampered run's checks do not count, in any report
+    checks = [{"id": c.id, "title": c.title, "status": c.status, "points": c.points if c.passed and counts else 0.0,
                "worth": c.points, "message": _clip(c.message)} for c in result.checks]
-    return KataGrade(submission.student, kata.id, result.outcome, result.points, kata.points, _clip(result.message),
-                     relative, file_hash(path), fingerprint, round(result.seconds, 3), where, checks, now)
+    points = result.points if counts else 0.0
+    return KataGrade(submission.student, kata.id, result.outcome, points, kata.points, _clip(result.message),
+                     relative, hashlib.sha256(content).hexdigest(), fingerprint, round(result.seconds, 3), where,
+                     checks, now, sandbox)
 
 
 # ---- the class folder -------------------------------------------------------------------------------
@@ -207,7 +278,10 @@ def find_submissions(folder: Path, unpack_to: Path, students: Iterable[str] = ()
     submissions = []
     for entry, name in zip(entries, names, strict=True):
         student = entry.name if name in taken else name  # alice/ and alice.zip: "alice" and "alice.zip"
-        if entry.is_dir():
+        if entry.is_symlink():  # never followed: it could lead to another student's work, or anywhere
+            submissions.append(Submission(student, entry, None, f"{entry.name} is a symbolic link (to "
+                                          f"{os.readlink(entry)}), not a folder or a .zip: links are not followed"))
+        elif entry.is_dir():
             submissions.append(Submission(student, entry, entry))
         else:
             submissions.append(_unzip(student, entry, unpack_to / student))
@@ -244,22 +318,53 @@ def _unzip(student: str, archive: Path, target: Path) -> Submission:
 
 
 class Journal:
-    """The finished grades of a class, one JSON line each, appended and flushed as each is known."""
+    """The finished grades of a class, one JSON line each, appended and flushed as each is known.
+
+    Each line is signed (HMAC-SHA256, after a tab) with a key kept beside it (`.kata-grade.key`, readable
+    by its owner only) that the graded units never see: they run in a sandbox without the output folder.
+    A line without a valid signature (forged, edited, or cut short) is not used: its unit is graded again."""
+
+    KEY = ".kata-grade.key"
 
     def __init__(self, path: Path):
         self.path = path
+        self._key: bytes | None = None
+
+    @property
+    def key(self) -> bytes:
+        if self._key is None:
+            key_path = self.path.with_name(self.KEY)
+            try:
+                fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            except FileExistsError:
+                try:
+                    self._key = bytes.fromhex(key_path.read_text(encoding="ascii").strip())
+                except (ValueError, UnicodeDecodeError):
+                    raise GradeError(f"{key_path} is not a journal key: delete it, and every line of the journal "
+                                     "will be graded again") from None
+            else:
+                with os.fdopen(fd, "w", encoding="ascii") as f:
+                    self._key = secrets.token_bytes(32)
+                    f.write(self._key.hex() + "\n")
+        return self._key
+
+    def _sign(self, payload: str) -> str:
+        return hmac.new(self.key, payload.encode("utf-8"), hashlib.sha256).hexdigest()
 
     def load(self) -> tuple[dict[tuple[str, str], KataGrade], int]:
         """The grades by (student, kata), the last line for each winning, and the number of lines that
-        could not be read (a line cut short by an interruption)."""
+        could not be used (cut short by an interruption, or not signed with this journal's key)."""
         grades: dict[tuple[str, str], KataGrade] = {}
         unreadable = 0
         with contextlib.suppress(FileNotFoundError), open(self.path, encoding="utf-8") as f:
             for line in f:
                 if not line.strip():
                     continue
+                payload, _, mac = line.rstrip("\n").rpartition("\t")
                 try:
-                    grade = KataGrade(**json.loads(line))
+                    if not hmac.compare_digest(mac, self._sign(payload)):
+                        raise ValueError("not signed with this journal's key")
+                    grade = KataGrade(**json.loads(payload))
                 except (ValueError, TypeError):
                     unreadable += 1
                     continue
@@ -267,11 +372,13 @@ class Journal:
         return grades, unreadable
 
     def append(self, grade: KataGrade) -> None:
+        payload = json.dumps(asdict(grade), ensure_ascii=False)
+        line = payload + "\t" + self._sign(payload) + "\n"
         with open(self.path, "a", encoding="utf-8") as f:
             # A line cut short by a crash is followed by a newline-started one, so it spoils no other.
             if f.tell() and not self._ends_with_newline():
                 f.write("\n")
-            f.write(json.dumps(asdict(grade), ensure_ascii=False) + "\n")
+            f.write(line)
             f.flush()
             os.fsync(f.fileno())
 
@@ -313,6 +420,7 @@ class ClassGrades:
         """The (student, kata) pairs this run is to grade: every one, or its shard's."""
         return [(s.student, k.id) for s in self.submissions for k in self.katas
                 if self.shard is None or self.shard.holds(s.student, k.id)]
+    isolation: str = ""  # the sandbox of the units graded by this run (`UNSAFE` if none)
 
     @property
     def total_units(self) -> int:
@@ -345,19 +453,28 @@ def lock_output(out: Path) -> FileLock:
     return lock
 
 
-def _reusable(grade: KataGrade | None, sha: str | None, fingerprint: str) -> bool:
+def _reusable(grade: KataGrade | None, sha: str | None, fingerprint: str, isolated: bool) -> bool:
     return (grade is not None and grade.outcome != runner.INTERNAL_ERROR and grade.sha256 == sha
-            and grade.graders == fingerprint)
+            and grade.graders == fingerprint and (grade.isolation not in ("", UNSAFE) or not isolated))
 
 
 def grade_class(course: Course, submissions: list[Submission], katas: list[Kata], out: Path, *, jobs: int = 1,
                 restart: bool = False, on_start: Callable[[int, int], None] | None = None,
-                on_result: Callable[[KataGrade, bool], None] | None = None, shard: Shard | None = None) -> ClassGrades:
+                on_result: Callable[[KataGrade, bool], None] | None = None, shard: Shard | None = None,
+                unsafe_no_sandbox: bool = False) -> ClassGrades:
     """Grade every kata of every submission (or the units of `shard`), `jobs` units at a time, journaled in `out`.
 
-    `on_start(to_grade, reused)` is called once the work is known and `on_result(grade, reused)` for each
-    unit. Ctrl-C stops the run (the running children are ended): what was finished is kept, and the
-    result says `interrupted`. The reports are written in every case."""
+    Each unit runs in the operating-system sandbox (`kata.grading.isolation`); where there is none,
+    `GradeError`, unless `unsafe_no_sandbox` (the reports then say so, and a later run with the sandbox
+    grades those units again). `on_start(to_grade, reused)` is called once the work is known and
+    `on_result(grade, reused)` for each unit. Ctrl-C stops the run (the running children are ended): what
+    was finished is kept, and the result says `interrupted`. The reports are written in every case."""
+    support = isolation.probe()
+    if not support.available and not unsafe_no_sandbox:
+        raise GradeError(f"grading for credit needs an operating-system sandbox, and there is none here: "
+                         f"{support.problem}. (`--unsafe-no-sandbox` grades without one: the student's code then "
+                         "runs with your permissions, and the reports say so.)")
+    isolate = support.available and not unsafe_no_sandbox
     lock = lock_output(out)
     try:
         started = time.perf_counter()
@@ -366,7 +483,8 @@ def grade_class(course: Course, submissions: list[Submission], katas: list[Kata]
             journal.set_aside()
         previous, unreadable = journal.load()
         fingerprints = {k.id: graders_fingerprint(k) for k in katas}
-        state = ClassGrades(katas, submissions, {}, unreadable_lines=unreadable, shard=shard)
+        state = ClassGrades(katas, submissions, {}, unreadable_lines=unreadable, shard=shard,
+                            isolation=support.describe() if isolate else UNSAFE)
         todo: list[tuple[Kata, Submission]] = []
         for submission in submissions:
             files = submission.locate(course)
@@ -375,7 +493,8 @@ def grade_class(course: Course, submissions: list[Submission], katas: list[Kata]
                     continue
                 path = files.get(kata.id)
                 old = previous.get((submission.student, kata.id))
-                if _reusable(old, file_hash(path) if path else None, fingerprints[kata.id]):
+                sha = submission_hash(submission.folder, path) if path and submission.folder else None
+                if _reusable(old, sha, fingerprints[kata.id], isolate):
                     state.grades[old.key] = old
                     state.reused += 1
                 else:
@@ -385,7 +504,7 @@ def grade_class(course: Course, submissions: list[Submission], katas: list[Kata]
         if on_result:
             for grade in state.grades.values():
                 on_result(grade, True)
-        state.interrupted = _run_units(course, todo, fingerprints, jobs, journal, state, on_result)
+        state.interrupted = _run_units(course, todo, fingerprints, jobs, journal, state, on_result, isolate)
         state.seconds = time.perf_counter() - started
         state.reports = write_reports(out, state)
         return state
@@ -394,19 +513,20 @@ def grade_class(course: Course, submissions: list[Submission], katas: list[Kata]
 
 
 def _run_units(course: Course, todo: list[tuple[Kata, Submission]], fingerprints: dict[str, str], jobs: int,
-               journal: Journal, state: ClassGrades, on_result) -> bool:
+               journal: Journal, state: ClassGrades, on_result, isolate: bool) -> bool:
     """Grade the units, journaling each; True if interrupted (Ctrl-C)."""
     cancel = threading.Event()
 
     def unit(kata: Kata, submission: Submission) -> KataGrade:
         try:
-            return grade_kata(course, kata, submission, fingerprint=fingerprints[kata.id], cancel=cancel)
+            return grade_kata(course, kata, submission, fingerprint=fingerprints[kata.id], cancel=cancel,
+                              isolate=isolate)
         except runner.Cancelled:
             raise
         except Exception as exc:  # the grading's own failure (no processes left, say): graded again next run
             return KataGrade(submission.student, kata.id, runner.INTERNAL_ERROR, 0.0, kata.points,
                              f"the grading could not run: {type(exc).__name__}: {exc}",
-                             graders=fingerprints[kata.id])
+                             graders=fingerprints[kata.id], isolation=state.isolation)
 
     recorded: set[Future] = set()
 
@@ -453,7 +573,8 @@ def _cell(text: str, limit: int = 300) -> str:
 def report_rows(state: ClassGrades) -> dict[str, list[list]]:
     """The rows of each CSV report, header first."""
     grades = [["student", *[k.id for k in state.katas], "total", "max", "complete"]]
-    katas = [["student", "kata", "outcome", "points", "max_points", "message", "where", "file", "sha256", "seconds"]]
+    katas = [["student", "kata", "outcome", "points", "max_points", "message", "where", "file", "sha256", "seconds",
+              "isolation"]]
     checks = [["student", "kata", "check", "title", "status", "points", "worth", "message"]]
     for submission in state.submissions:
         row = [_cell(submission.student)]
@@ -466,7 +587,7 @@ def report_rows(state: ClassGrades) -> dict[str, list[list]]:
                 continue
             katas.append([_cell(grade.student), grade.kata, grade.outcome, _number(grade.points),
                           _number(grade.max_points), _cell(grade.message), _cell(" ".join(grade.where)),
-                          grade.file or "", grade.sha256 or "", grade.seconds])
+                          grade.file or "", grade.sha256 or "", grade.seconds, grade.isolation])
             checks += [[_cell(grade.student), grade.kata, c["id"], _cell(c["title"]), c["status"],
                         _number(c["points"]), _number(c["worth"]), _cell(c["message"])] for c in grade.checks]
         grades.append([*row, _number(state.student_total(submission.student)), _number(state.max_total),
@@ -493,6 +614,7 @@ def report_json(state: ClassGrades) -> dict:
                        if (s.student, k.id) in state.grades]}
             for s in state.submissions],
         "graded": state.graded, "reused": state.reused, "seconds": round(state.seconds, 1),
+        "isolation": state.isolation,
     }
 
 

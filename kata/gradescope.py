@@ -36,6 +36,7 @@ from pathlib import Path
 
 from kata.course import Course, Kata
 from kata.grade import GradeError, Submission, grade_kata
+from kata.grading import isolation
 from kata.stubs import strip_markers
 
 RESERVE_MB = 200  # the container's memory kept for the `kata` process itself (it does not import torch)
@@ -158,11 +159,12 @@ def run(course: Course, katas: list[Kata], root: Path) -> dict:
     submission = Submission("submission", folder, folder if folder.is_dir() else None,
                             "" if folder.is_dir() else f"no submission folder at {folder}")
     memory = container_memory_mb()
+    isolate = isolation.probe().available  # where the container allows no sandbox, the container is the one
     tests, score, lines = [], 0.0, []
     for kata in katas:
         limited = fitted(kata, memory)
         try:
-            grade = grade_kata(course, limited, submission)
+            grade = grade_kata(course, limited, submission, isolate=isolate)
         except Exception as exc:  # the grading's own failure: say so rather than give a silent 0
             raise SystemExit(f"kata {kata.id} could not be graded: {type(exc).__name__}: {exc}") from exc
         tests += _tests(kata, grade)
@@ -196,7 +198,8 @@ def selfcheck(course: Course, katas: list[Kata], scratch: Path) -> list[str]:
         (folder / f"{kata.dirname}.py").write_text(strip_markers(kata.solution.read_text(encoding="utf-8")),
                                                    encoding="utf-8")
         limited = fitted(kata, memory)
-        grade = grade_kata(course, limited, Submission("reference", folder, folder))
+        grade = grade_kata(course, limited, Submission("reference", folder, folder),
+                           isolate=isolation.probe().available)
         if grade.points != kata.points:
             hint = (f" The container has {memory} MB, which leaves {limited.memory_mb} MB to a grading child: raise "
                     "the autograder's memory in the assignment's Gradescope settings." if limited is not kata else "")

@@ -26,7 +26,7 @@ from rich.text import Text
 from kata import progress as prog
 from kata import runner
 from kata.course import Course, Kata
-from kata.grade import MISSING, UNREADABLE
+from kata.grade import MISSING, NOT_REGULAR, UNREADABLE, UNSAFE
 from kata.grading import protocol
 from kata.runner import Check, Frame, KataResult
 
@@ -64,6 +64,7 @@ OUTCOME_TITLE = {
     runner.INCOMPLETE: "not every check ran",
     MISSING: "no file",
     UNREADABLE: "submission unreadable",
+    NOT_REGULAR: "not a regular file (a symbolic link)",
 }
 
 
@@ -623,4 +624,7 @@ def grade_summary(console: Console, state, written: dict[str, Path], out: Path, 
     if state.unreadable_lines:
         line += f", {state.unreadable_lines} unreadable journal lines ignored (graded again)"
     console.print(line + ".")
+    if state.isolation == UNSAFE:
+        console.print("[yellow bold]not isolated[/]: graded with --unsafe-no-sandbox, the students' code ran with "
+                      "your permissions (the reports say so).")
     console.print(f"Reports in [cyan]{relative(out)}[/]: " + ", ".join(written) + " (and the journal results.jsonl).")

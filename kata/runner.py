@@ -21,6 +21,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kata.course import Course, Kata
-from kata.grading import protocol
+from kata.grading import isolation, protocol
 from kata.grading.limits import MEMORY_EXIT_CODE
 from kata.grading.scan import scan
 
@@ -251,30 +252,51 @@ class Cancelled(Exception):
 def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices: str = "all",
              seed: int = 0, timeout: float | None = None, memory_mb: int | None = None,
              graders: Path | None = None, cancel: threading.Event | None = None,
-             on_event: Callable[[dict], None] | None = None) -> KataResult:
+             on_event: Callable[[dict], None] | None = None, isolate: bool = False) -> KataResult:
     """Grade `student` (the kata's exercise by default) and return its structured result.
 
     `graders` runs the graders of another folder (an nbgrader notebook's hidden tests) instead of the
     kata's own; `timeout` and `memory_mb` override the kata's time budget and memory limit. Setting
     `cancel` (from another thread) ends the grading child and raises `Cancelled`. `on_event` is called
-    (from another thread) with each verified record as the child writes it (`kata.grading.protocol`)."""
-    path = (student or kata.exercise).resolve()
+    (from another thread) with each verified record as the child writes it (`kata.grading.protocol`).
+    `isolate` runs the child in an operating-system sandbox (`kata.grading.isolation`; OSError where
+    there is none) on a private copy of the student's file; the result names the file as given."""
+    path = (student or kata.exercise).resolve() if not isolate else Path(os.path.abspath(student or kata.exercise))
     started = time.perf_counter()
     early = precheck(kata, path)
     if early is not None:
         early.seconds = time.perf_counter() - started
         return early
-    run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
-               on_event=on_event)
-    return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
+    if not isolate:
+        run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
+                   on_event=on_event)
+        return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
+    with tempfile.TemporaryDirectory(prefix="kata-unit-") as private:
+        copy = Path(private) / "submission" / path.name
+        copy.parent.mkdir()
+        copy.write_bytes(path.read_bytes())
+        placeholder = Path(private) / "placeholder"
+        placeholder.touch()
+        inside = Path(isolation.SUBMISSION_DIR) / path.name
+        wrapper = isolation.command(course, kata, copy.parent, graders=graders, placeholder=placeholder)
+        run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
+                   on_event=on_event, wrapper=wrapper)
+        result = run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
+    result.file = str(path)
+    for frame in result.frames + [f for c in result.checks for f in c.frames]:
+        if frame.file == str(inside):
+            frame.file = str(path)
+    return result
 
 
 class _Run:
     """One grading child: started, then waited for (under the budget) and its results interpreted."""
 
     def __init__(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, memory_mb: int | None,
-                 graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None):
+                 graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None,
+                 wrapper: list[str] | None = None):
         self.kata, self.path = kata, path
+        self.isolated = wrapper is not None
         self.memory = kata.memory_mb if memory_mb is None else memory_mb
         self.key = secrets.token_bytes(32)
         key_read, key_write = os.pipe()
@@ -290,9 +312,12 @@ class _Run:
                    f"--kata-key-fd={key_read}", f"--kata-memory-mb={self.memory}",
                    *([f"--kata-go-fd={go_read}"] if wait else []),
                    f"--kata-devices={devices}", f"--kata-seed={seed}"]
+        env = grading_env(course)
+        if wrapper is not None:
+            command, env = [*wrapper, *command], isolation.environment(env)
         try:
             self.child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, env=grading_env(course), cwd=course.root,
+                                          stderr=subprocess.STDOUT, env=env, cwd=course.root,
                                           start_new_session=True, pass_fds=tuple(passed))
         except BaseException:
             if self.go is not None:
@@ -365,7 +390,10 @@ class _Run:
         stream = self.results.verifier.stream
         if self.results.dropped:
             stream.problems.append(f"the results ran past {RESULTS_LIMIT:,} bytes")
-        result = _interpret(self.kata, self.path, stream, self.child.returncode, timed_out, budget, self.log.text())
+        returncode = self.child.returncode
+        if self.isolated and 128 < returncode < 128 + 65:
+            returncode = 128 - returncode  # bwrap's status for a child killed by a signal: 128 + the signal
+        result = _interpret(self.kata, self.path, stream, returncode, timed_out, budget, self.log.text())
         result.memory_mb = self.memory
         result.seconds = time.perf_counter() - started
         return result

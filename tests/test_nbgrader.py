@@ -253,6 +253,28 @@ def test_student_notebook_runs_kata_check(course_root):
 # The round trip
 
 
+def forgeries(root: Path) -> dict[str, str]:
+    """The audit's attacks on nbgrader, as code below the stub in a student's cell: (student, code)."""
+    return {
+        # A cell that mentions the grade cell's import, to be run in the grading kernel, and rewrites the score.
+        "injector": "# from kata.nbgrader.runtime import grade as _kata_grade\nimport kata.nbgrader.runtime\n"
+                    "kata.nbgrader.runtime.score_of = lambda result, points: float(points)\n",
+        # The course folder: every score in the gradebook to full marks; the hidden tests and the other
+        # students' submissions printed into the feedback.
+        "snooper": "import glob, sqlite3\n_seen = []\n"
+                   f"for _p in glob.glob({str(root)!r} + '/source/*/*.ipynb') + glob.glob({str(root)!r} + "
+                   "'/submitted/*/*/*.ipynb'):\n"
+                   "    _seen += [_l for _l in open(_p).read().splitlines()\n"
+                   "              if 'HIDDEN' in _l or 'kata_graders' in _l]\n\n\n"
+                   "def leak():\n    print(_seen[:6])\n    raise ValueError('what the graders hold is above')\n\n\n"
+                   "try:\n"
+                   f"    _db = sqlite3.connect({str(root / 'gradebook.db')!r})\n"
+                   "    _db.execute('UPDATE grade SET auto_score = 10')\n"
+                   "    _db.commit()\n"
+                   "except Exception:\n    pass\n\n\ndef softmax(x, dim=-1):\n    leak()\n",
+    }
+
+
 def _submit(root: Path, student: str, assignment: str, notebook: str, solution_source: str | None) -> None:
     nb = nbformat.read(root / "release" / assignment / notebook, as_version=4)
     if solution_source is not None:
@@ -311,6 +333,10 @@ def round_trip(tmp_path_factory):
         release = nbformat.read(root / "release" / first.dirname / f"{first.dirname}.ipynb", as_version=4)
         crash = "import os\nos._exit(1)\n" + cell(release, f"{first.slug}_solution").source
         _submit(root, "crasher", first.dirname, f"{first.dirname}.ipynb", crash)
+        for forger, attack in forgeries(root).items():  # no solution at all: each scores only by forging
+            _submit(root, forger, first.dirname, f"{first.dirname}.ipynb",
+                    cell(release, f"{first.slug}_solution").source.rstrip() + "\n\n\n" + attack)
+        course_files = {p: p.read_bytes() for p in (root / "source").rglob("*") if p.is_file()}
 
         t = time.perf_counter()
         autograde = nbgrader(root, "autograde", "*", "--create")
@@ -327,7 +353,7 @@ def round_trip(tmp_path_factory):
         print("round trip timings (s):", {k: round(v, 1) for k, v in timings.items()})
         yield {"course": course, "root": root, "katas": katas, "autograde": autograde, "feedback": feedback,
                "export": exported, "validate": (validate.returncode, validated), "independent": expected,
-               "generate": generate}
+               "generate": generate, "course_files": course_files}
     finally:
         if saved is None:
             os.environ.pop("KATA_COURSE", None)
@@ -393,6 +419,19 @@ def test_autograde_gives_the_points_kata_check_gives(round_trip):
         assert kata.points - score == pytest.approx(sum(kata.points * c.weight / total for c in failed), abs=1e-9)
     first = round_trip["katas"][0]
     assert grades[("crasher", first.dirname)] == 0.0
+    for forger in forgeries(round_trip["root"]):
+        assert grades[(forger, first.dirname)] == 0.0, forger
+
+
+@pytest.mark.slow
+def test_forgers_reach_neither_the_kernel_nor_the_course_folder(round_trip):
+    root, first = round_trip["root"], round_trip["katas"][0]
+    assert {p: p.read_bytes() for p in (root / "source").rglob("*") if p.is_file()} == round_trip["course_files"]
+    for forger in forgeries(root):
+        page = html.unescape((root / "feedback" / forger / first.dirname / f"{first.dirname}.html").read_text())
+        assert "BEGIN HIDDEN TESTS" not in page and "_kata_graders" not in page, forger
+        assert not [line for line in grader_lines(round_trip["course"], first) if line in page], forger
+        assert f"Kata {first.id} (" in page and "0 of" in page, forger
 
 
 @pytest.mark.slow
@@ -432,12 +471,12 @@ def test_full_marks_are_exact_whatever_the_number_of_checks():
     from types import SimpleNamespace
 
     checks = [SimpleNamespace(weight=1.0, passed=True) for _ in range(16)] + [SimpleNamespace(weight=2.0, passed=True)]
-    result = SimpleNamespace(checks=checks)
+    result = SimpleNamespace(checks=checks, outcome="passed")
     assert sum(10 * c.weight / 18 for c in checks) != 10.0
     assert runtime.score_of(result, 10.0) == 10.0
     checks[-1].passed = False
     assert runtime.score_of(result, 10.0) == 10.0 * 16 / 18
-    assert runtime.score_of(SimpleNamespace(checks=[]), 10.0) == 0.0
+    assert runtime.score_of(SimpleNamespace(checks=[], outcome="internal-error"), 10.0) == 0.0
 
 
 def test_a_name_defined_by_two_katas_of_one_notebook_is_refused(tmp_path):
@@ -462,3 +501,35 @@ def test_grader_sources_survive_the_grade_cell():
         assert eval(literal) == text
         assert not any(d in literal for d in DELIMITERS)
     assert _literal("plain\n").startswith("r'''")
+
+
+def test_the_kernel_runs_only_the_grade_cells_the_export_wrote(course, monkeypatch):
+    from kata.nbgrader import export, kernel
+
+    kata = course.find("9.1")
+    files = export.render(course, [kata])
+    notebook = nbformat.reads(files[export.notebook_path(kata.dirname, kata)], as_version=4)
+    source = cell(notebook, f"{kata.slug}_grade").source
+    assert kernel.checksum(source) in files[Path(export.CONFIG_FILE)]  # the config lists it
+    monkeypatch.setenv(kernel.GRADE_CELLS_VARIABLE, json.dumps({f"{kata.slug}_grade": kernel.checksum(source)}))
+    only = kernel.OnlyGradeCells(kernel.grade_cells())
+
+    def lines(text: str) -> list[str]:  # as IPython hands a cell to its input transformers
+        return (text if text.endswith("\n") else text + "\n").splitlines(keepends=True)
+
+    assert only(lines(source)) == lines(source)
+    student = [f"# {runtime.GRADE_IMPORT}\nimport kata.nbgrader.runtime\n"
+               "kata.nbgrader.runtime.score_of = lambda result, points: float(points)\n",
+               source.replace("points=", "points=2*"), source + "\nimport os\n", "x = 1\n"]
+    for text in student:
+        assert only(lines(text)) == [], text[:80]
+    monkeypatch.delenv(kernel.GRADE_CELLS_VARIABLE)
+    assert kernel.OnlyGradeCells(kernel.grade_cells())(lines(source)) == []  # no list: nothing runs
+
+
+def test_a_tampered_run_scores_nothing():
+    from types import SimpleNamespace
+
+    checks = [SimpleNamespace(weight=1.0, passed=True) for _ in range(4)]
+    assert runtime.score_of(SimpleNamespace(checks=checks, outcome="tampered"), 15.0) == 0.0
+    assert runtime.score_of(SimpleNamespace(checks=checks, outcome="passed"), 15.0) == 15.0

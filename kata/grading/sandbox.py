@@ -29,9 +29,12 @@ and everything it needs lives in its closure, out of reach of the student's code
   solutions): no stack frames (`sys._getframe`, `inspect.stack()`, `traceback.tb_frame`), no object
   search (`gc.get_objects`), no `ctypes`, no new code objects or `exec` of its own, no reading or
   listing of the graders, of this kata's (or a later kata's) reference solution, of the progress
-  file, of `/proc`; no writing of Python files or into the installation; no processes, no signals to
-  other processes, no resource limits raised. Attempts on hidden files, on other processes and on the
-  results are reported as tampering; the others just fail with a `TamperError`.
+  file, of `/proc`; no writing of Python files or into the installation; no processes (also through
+  `_posixsubprocess.fork_exec`, which raises no audit event: it is replaced by one that asks the hook),
+  no signals to other processes, no resource limits raised; no sockets; no memory mappings, /dev/shm
+  files or `_posixshmem` (shared memory, which the memory limit does not count). Attempts on hidden
+  files, on other processes and on the results are reported as tampering; the others just fail with a
+  `TamperError`.
 
 In-process grading cannot be a proof against an adversary with unlimited patience (Python has no
 private memory); the point is that every known route to a forged pass is closed or detected, and
@@ -64,6 +67,7 @@ VERIFY = "kata.verify"
 TAINT = "kata.taint"
 SUBSTITUTE = "kata.substitute"
 THREAD = "kata.thread"
+FORK_EXEC = "kata.fork-exec"
 
 _installed = False
 
@@ -225,10 +229,18 @@ _LISTINGS = frozenset({"os.listdir", "os.scandir", "glob.glob", "glob.glob/2", "
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "gi_code", "cr_code", "ag_code",
                                "__code__"})
 _SEALED_ATTRIBUTE_EVENTS = frozenset({"object.__getattr__"})
-_WATCHED = (_INTROSPECTION | _PROCESSES | _PATH_WRITES | _LISTINGS | _SEALED_ATTRIBUTE_EVENTS
+# Sockets (every socket module entry point raises one of these) and memory mappings (an anonymous or
+# /dev/shm mapping is shared memory, which the memory limit does not count).
+_CHANNELS = frozenset({"socket.__new__", "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
+                       "socket.getaddrinfo", "socket.gethostbyname", "socket.socketpair", "mmap.__new__"})
+# Native modules whose entry points raise no audit event: the sandbox wraps the ones loaded, and a fresh
+# import of them (after deleting them from sys.modules) is refused while the student's code runs.
+_UNAUDITED_MODULES = frozenset({"_posixsubprocess", "_posixshmem"})
+_SHARED_MEMORY_DIRS = ("/dev/shm/", "/run/shm/")
+_WATCHED = (_INTROSPECTION | _PROCESSES | _PATH_WRITES | _LISTINGS | _SEALED_ATTRIBUTE_EVENTS | _CHANNELS
             | frozenset({"open", "os.open", "compile", "exec", "import"}))
 _OWN = frozenset({CONFIGURE, SEAL, RESULT, STUDENT, TAMPER, STORE_REFERENCE, FETCH_REFERENCE, VERIFY, TAINT,
-                  SUBSTITUTE, THREAD})
+                  SUBSTITUTE, THREAD, FORK_EXEC})
 # Names that appear in modules and classes as code runs: warning registries, hypothesis's traceback
 # markers, copyreg's slot-name cache, abc's caches.
 _BENIGN_ADDITIONS = frozenset({"__warningregistry__", "__hypothesistracebackhide__", "__tracebackhide__",
@@ -277,7 +289,32 @@ def install(*, key: bytes | None, fd: int) -> None:
     import _thread
 
     start_new_thread = _thread.start_new_thread
-    sys.addaudithook(_make_hook(key, fd, start_new_thread))
+    fork_exec = None
+    try:
+        import _posixsubprocess
+
+        fork_exec = _posixsubprocess.fork_exec
+    except ImportError:  # Windows
+        pass
+    sys.addaudithook(_make_hook(key, fd, start_new_thread, fork_exec))
+    # `_posixsubprocess.fork_exec` (what subprocess and multiprocessing start processes with) raises no
+    # audit event: it goes through the hook too, which holds the only reference to the real one.
+    if fork_exec is not None:
+        import subprocess  # noqa: F401  (it keeps its own reference, `subprocess._fork_exec`: replaced below)
+
+        for module in list(sys.modules.values()):
+            if isinstance(module, types.ModuleType):
+                namespace = module.__dict__
+                for name, value in list(namespace.items()):
+                    if value is fork_exec:
+                        namespace[name] = _fork_exec
+    # `_posixshmem.shm_open` makes /dev/shm files without an audit event: no caller needs it here.
+    try:
+        import _posixshmem
+
+        _posixshmem.shm_open = _shm_open
+    except ImportError:
+        pass
     # Threads start through the hook, which holds the only reference to the real function: code the
     # student's code starts would run with none of its frames on the stack.
     for module in (_thread, sys.modules.get("threading")):
@@ -294,7 +331,19 @@ def _start_new_thread(function, args, kwargs=None):
     return box[0]
 
 
-def _make_hook(key: bytes | None, fd: int, start_new_thread):
+def _fork_exec(*args):
+    box: list = []
+    sys.audit(FORK_EXEC, args, box)
+    if not box:
+        raise TamperError("kata: starting processes is not available while your code is graded")
+    return box[0]
+
+
+def _shm_open(*args, **kwargs):
+    raise TamperError("kata: shared memory is not available while your code is graded")
+
+
+def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
     # Everything the hook uses is captured now, as C functions or immutable data held in this closure,
     # so that the student's code cannot change what the hook does by rebinding names anywhere.
     import _json
@@ -906,6 +955,13 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread):
                 box.append(start_new_thread(function, thread_args, kwargs))
                 return
             deny("starting threads is not available while your code is graded", report=False, frame=frame)
+        if event == FORK_EXEC:
+            if fork_exec is not None and caller.startswith(state["kata_dir"]) and not student_on_stack(frame.f_back):
+                process_args, box = args
+                box.append(fork_exec(*process_args))
+                return
+            deny("_posixsubprocess.fork_exec is not allowed while your code is graded (no processes)", report=True,
+                 frame=frame)
         if event == SUBSTITUTE:
             # A grader puts a piece of the reference into the student's module (pytest's monkeypatch):
             # the student's code may then call it, as long as it stays there.
@@ -1111,6 +1167,9 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread):
             flags = args[2] if s_len(args) > 2 else 0
             writing = (s_type(mode) is s_str and ("w" in mode or "a" in mode or "x" in mode or "+" in mode)) or (
                 s_type(flags) is s_int and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC))
+            if writing and s_type(path) is not s_int and absolute(path).startswith(_SHARED_MEMORY_DIRS):
+                deny(f"writing {s_str(path)} is not allowed while your code is graded: files in /dev/shm are memory "
+                     "the kata's limit would not count", report=True, frame=frame)
             if writing and write_blocked(path):
                 deny(f"writing {s_str(path)} is not allowed while your code is graded (no Python files, nothing "
                      "inside the Python installation or the course's graders and solutions)", report=True,
@@ -1161,7 +1220,16 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread):
             deny(f"{'compiling' if event == 'compile' else 'running'} code at run time (exec, eval, compile) "
                  "is not allowed while your code is graded", report=False, frame=frame)
         if event == "import":
+            if args and args[0] in _UNAUDITED_MODULES and (immediate != 0 or student_on_stack(frame)):
+                deny(f"importing {args[0]} anew is not allowed while your code is graded (no processes, no shared "
+                     "memory)", report=True, frame=frame)
             return
+        if event in _CHANNELS:
+            if immediate == 0 and not student_on_stack(frame):
+                return
+            what = "memory mappings (mmap)" if event == "mmap.__new__" else "sockets (no network)"
+            deny(f"{event}: {what} are not allowed while your code is graded", report=event == "mmap.__new__",
+                 frame=frame)
         if event in _INTROSPECTION:
             if immediate == 0:
                 if not student_on_stack(frame):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 from kata.course import Course, Kata
@@ -12,7 +13,9 @@ from kata.stubs import STUB
 GRADE_CELL_MARGIN_S = 60
 
 
-def nbgrader_config(course: Course, katas: list[Kata]) -> str:
+def nbgrader_config(course: Course, katas: list[Kata], grade_cells: dict[str, str]) -> str:
+    """The config; `grade_cells` maps each grade cell's nbgrader grade id to the checksum of its exact
+    source (`kata.nbgrader.kernel.checksum`): at autograde only those cells run in the kernel."""
     budget_lines = "\n".join(f"    {k.slug!r}: {math.ceil(k.time_budget_s)},  # kata {k.id}" for k in katas)
     return f'''"""nbgrader configuration of "{course.title}".
 
@@ -59,7 +62,14 @@ c.Execute.timeout = max(KATA_TIME_BUDGETS.values())
 c.Execute.timeout_func = cell_timeout
 
 # During autograde only the grade cells run in the notebook's kernel: each grades the student's cells
-# in a separate process under its kata's time budget, as `kata check` does, so no student code can hang
-# or kill the kernel. (Validate, and the students' own runs, execute every cell as usual.)
+# in a separate, sandboxed process under its kata's time budget, as `kata check` does, so no student code
+# can hang, kill or change the kernel, or reach this folder. (Validate, and the students' own runs,
+# execute every cell as usual.) A cell is a grade cell when its source is exactly one this export wrote:
+# nbgrader grade id -> SHA-256 of the source.
+os.environ["KATA_GRADE_CELLS"] = {json.dumps(grade_cells, indent=4, sort_keys=True)!r}
 c.Execute.extra_arguments = ["--IPKernelApp.extensions=kata.nbgrader.kernel"]
+
+# Without an operating-system sandbox (bubblewrap) the grade cells refuse to grade. Uncomment to grade
+# without one anyway: the students' code would then run with your permissions and could reach this folder.
+# os.environ["KATA_UNSAFE_NO_SANDBOX"] = "1"
 '''

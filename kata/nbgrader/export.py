@@ -18,6 +18,7 @@ import nbformat
 
 from kata.course import Course, Kata
 from kata.nbgrader.config import nbgrader_config
+from kata.nbgrader.kernel import checksum
 from kata.nbgrader.notebook import NotebookError, build_notebook
 
 CONFIG_FILE = "nbgrader_config.py"
@@ -59,11 +60,17 @@ def render(course: Course, katas: list[Kata] | None = None, assignment: str | No
     katas = list(course.katas) if katas is None else list(katas)
     if not katas:
         raise ExportError("no kata to export")
-    files = {Path(CONFIG_FILE): nbgrader_config(course, katas)}
+    files: dict[Path, str] = {}
+    grade_cells: dict[str, str] = {}  # nbgrader grade id -> checksum of the grade cell's exact source
     for name, members in assignment_plan(katas, assignment).items():
         for kata in members:
-            files[notebook_path(name, kata)] = nbformat.writes(build_notebook(course, kata, nbgrader=True)) + "\n"
-    return files
+            notebook = build_notebook(course, kata, nbgrader=True)
+            for cell in notebook.cells:
+                meta = cell.get("metadata", {}).get("nbgrader", {})
+                if meta.get("grade") and not meta.get("solution") and cell.cell_type == "code":
+                    grade_cells[meta["grade_id"]] = checksum(cell.source)
+            files[notebook_path(name, kata)] = nbformat.writes(notebook) + "\n"
+    return {Path(CONFIG_FILE): nbgrader_config(course, katas, grade_cells), **files}
 
 
 def export_course(course: Course, dest: Path, katas: list[Kata] | None = None, *, assignment: str | None = None,

@@ -30,6 +30,10 @@ SANITY_MARK = "# Sanity checks (read-only)"
 # The import in every grade cell's hidden tests; at autograde only the cells holding it run in the kernel.
 GRADE_IMPORT = "from kata.nbgrader.runtime import grade as _kata_grade"
 
+# Set to 1 to grade without the operating-system sandbox where there is none (the student's code then runs
+# with the instructor's permissions, and can reach the gradebook).
+UNSAFE_VARIABLE = "KATA_UNSAFE_NO_SANDBOX"
+
 _IPYTHON_LINE = re.compile(r"^(\s*)([%!].*)$")
 MAX_OUTPUT_LINES = 12
 
@@ -177,7 +181,12 @@ def _clip(text: str) -> str:
 def score_of(result, points: float) -> float:
     """The points nbgrader records: `points` times the passed checks' weight over the total weight, so
     each check is worth points * weight / total weight, as in `kata.runner`. Computed as one product
-    and one quotient (not a sum of shares), so passing every check gives exactly `points`."""
+    and one quotient (not a sum of shares), so passing every check gives exactly `points`. A tampered
+    run's checks do not count: 0."""
+    from kata import runner
+
+    if result.outcome == runner.TAMPERED:
+        return 0.0
     total = sum(c.weight for c in result.checks)
     passed = sum(c.weight for c in result.checks if c.passed)
     return float(min(max(points * passed / total, 0.0), points)) if total else 0.0
@@ -193,10 +202,16 @@ def grade(kata_id: str, graders: dict[str, str], *, points: float, imports: list
     scores a cell that writes to stderr as 0).
     """
     from kata import runner
+    from kata.grading import isolation
 
     with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
         warnings.simplefilter("ignore")
         try:
+            support = isolation.probe()
+            unsafe = os.environ.get(UNSAFE_VARIABLE) == "1"
+            if not support.available and not unsafe:
+                raise OSError(f"grading needs an operating-system sandbox: {support.problem} (or set "
+                              f"{UNSAFE_VARIABLE}=1 in nbgrader_config.py to grade without one)")
             course = locate_course()
             kata = course.find(kata_id)
             code = student_file(graded_cells(_history() if history is None else history), list(imports))
@@ -207,7 +222,10 @@ def grade(kata_id: str, graders: dict[str, str], *, points: float, imports: list
                     (folder / Path(name).name).write_text(source, encoding="utf-8")
                 student = Path(tmp) / "exercise.py"
                 student.write_text(code.text, encoding="utf-8")
-                result = runner.run_kata(course, kata, student, graders=folder, timeout=timeout)
+                # Sandboxed: the student's code sees neither the nbgrader folder (gradebook, source
+                # notebooks, other submissions) nor anything of the course but what grading needs.
+                result = runner.run_kata(course, kata, student, graders=folder, timeout=timeout,
+                                         isolate=support.available and not unsafe)
                 score = score_of(result, points)
                 text = report(result, kata, code, student.resolve(), points, score)
         except Exception as exc:  # the grading's own failure: say so in one line, never a traceback

@@ -1,0 +1,491 @@
+"""Isolation of graded code: the in-process guard's refusals of processes, sockets and shared memory.
+
+The guard (`kata.grading.sandbox`) is the first wall, and the only one of `kata check` on a student's
+laptop. Every entry point of the standard library that starts a process must be refused while the
+student's code runs: the cases below are found by name in the live modules, so a new one (a new Python)
+makes `test_every_process_entry_point_has_a_case` fail until it has a case here.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kata import runner
+from kata.grading import isolation
+from tests.conftest import CORRECT_SOFTMAX, REPO
+from tests.test_cli import kata_exe
+
+TIMEOUT = 180
+WRONG = "    return torch.exp(x) / 2\n"
+
+# Modules whose process-starting entry points are enumerated, and what starts a process in them.
+PROCESS_MODULES = ("os", "subprocess", "_posixsubprocess", "pty", "multiprocessing", "multiprocessing.util",
+                   "concurrent.futures", "asyncio")
+PROCESS_NAME = re.compile(r"fork|exec|spawn|system|popen|subprocess|^(run|call|check_call|check_output|getoutput"
+                          r"|getstatusoutput)$|^Process$|Pool$|PoolExecutor$", re.IGNORECASE)
+# Names the pattern finds that start no process.
+NOT_STARTING = {"os.register_at_fork", "os.get_exec_path", "subprocess.CalledProcessError",
+                "subprocess.SubprocessError", "asyncio.SubprocessProtocol", "asyncio.SubprocessTransport",
+                "asyncio.run", "multiprocessing.ProcessError",
+                "multiprocessing.set_executable", "multiprocessing.set_forkserver_preload",
+                "multiprocessing.util.ForkAwareLocal", "multiprocessing.util.ForkAwareThreadLock",
+                "multiprocessing.util.register_after_fork", "concurrent.futures.Executor",
+                "concurrent.futures.ThreadPoolExecutor", "concurrent.futures.BrokenExecutor"}
+
+# One call per entry point; a process that starts touches MARKS/<name>. `M` is the marks folder.
+PROCESS_CASES = {
+    "os.system": "os.system(f'touch {M}/os.system')",
+    "os.popen": "os.popen(f'touch {M}/os.popen').read()",
+    "os.fork": "fork_child(os.fork(), 'os.fork')",
+    "os.forkpty": "fork_child(os.forkpty()[0], 'os.forkpty')",
+    "os.execl": "os.execl(TOUCH, TOUCH, f'{M}/os.execl')",
+    "os.execle": "os.execle(TOUCH, TOUCH, f'{M}/os.execle', {})",
+    "os.execlp": "os.execlp('touch', 'touch', f'{M}/os.execlp')",
+    "os.execlpe": "os.execlpe('touch', 'touch', f'{M}/os.execlpe', dict(os.environ))",
+    "os.execv": "os.execv(TOUCH, [TOUCH, f'{M}/os.execv'])",
+    "os.execve": "os.execve(TOUCH, [TOUCH, f'{M}/os.execve'], {})",
+    "os.execvp": "os.execvp('touch', ['touch', f'{M}/os.execvp'])",
+    "os.execvpe": "os.execvpe('touch', ['touch', f'{M}/os.execvpe'], dict(os.environ))",
+    "os.spawnl": "os.spawnl(os.P_WAIT, TOUCH, TOUCH, f'{M}/os.spawnl')",
+    "os.spawnle": "os.spawnle(os.P_WAIT, TOUCH, TOUCH, f'{M}/os.spawnle', {})",
+    "os.spawnlp": "os.spawnlp(os.P_WAIT, 'touch', 'touch', f'{M}/os.spawnlp')",
+    "os.spawnlpe": "os.spawnlpe(os.P_WAIT, 'touch', 'touch', f'{M}/os.spawnlpe', dict(os.environ))",
+    "os.spawnv": "os.spawnv(os.P_WAIT, TOUCH, [TOUCH, f'{M}/os.spawnv'])",
+    "os.spawnve": "os.spawnve(os.P_WAIT, TOUCH, [TOUCH, f'{M}/os.spawnve'], {})",
+    "os.spawnvp": "os.spawnvp(os.P_WAIT, 'touch', ['touch', f'{M}/os.spawnvp'])",
+    "os.spawnvpe": "os.spawnvpe(os.P_WAIT, 'touch', ['touch', f'{M}/os.spawnvpe'], dict(os.environ))",
+    "os.posix_spawn": "os.posix_spawn(TOUCH, [TOUCH, f'{M}/os.posix_spawn'], {})",
+    "os.posix_spawnp": "os.posix_spawnp('touch', ['touch', f'{M}/os.posix_spawnp'], dict(os.environ))",
+    "subprocess.Popen": "subprocess.Popen([TOUCH, f'{M}/subprocess.Popen']).wait()",
+    "subprocess.run": "subprocess.run([TOUCH, f'{M}/subprocess.run'])",
+    "subprocess.call": "subprocess.call([TOUCH, f'{M}/subprocess.call'])",
+    "subprocess.check_call": "subprocess.check_call([TOUCH, f'{M}/subprocess.check_call'])",
+    "subprocess.check_output": "subprocess.check_output([TOUCH, f'{M}/subprocess.check_output'])",
+    "subprocess.getoutput": "subprocess.getoutput(f'touch {M}/subprocess.getoutput')",
+    "subprocess.getstatusoutput": "subprocess.getstatusoutput(f'touch {M}/subprocess.getstatusoutput')",
+    # The escape of the audit: no audit event of its own (the arguments of Python 3.11's signature).
+    "_posixsubprocess.fork_exec": "fork_exec_touch('_posixsubprocess.fork_exec')",
+    "subprocess._fork_exec": "fork_exec_touch('subprocess._fork_exec', subprocess._fork_exec)",
+    "multiprocessing.util.spawnv_passfds":
+        "multiprocessing.util.spawnv_passfds(TOUCH, [TOUCH, f'{M}/multiprocessing.util.spawnv_passfds'], ())",
+    "pty.fork": "fork_child(pty.fork()[0], 'pty.fork')",
+    "pty.spawn": "pty.spawn([TOUCH, f'{M}/pty.spawn'])",
+    "multiprocessing.Process": "multiprocessing.Process(target=os.system, args=(f'touch {M}/mp',)).start()",
+    "multiprocessing.Pool": "multiprocessing.Pool(1)",
+    "concurrent.futures.ProcessPoolExecutor":
+        "concurrent.futures.ProcessPoolExecutor(1).submit(os.system, f'touch {M}/cf').result()",
+    "asyncio.create_subprocess_exec":
+        "asyncio.run(asyncio.create_subprocess_exec(TOUCH, f'{M}/asyncio.create_subprocess_exec'))",
+    "asyncio.create_subprocess_shell":
+        "asyncio.run(asyncio.create_subprocess_shell(f'touch {M}/asyncio.create_subprocess_shell'))",
+}
+
+PROCESS_PRELUDE = '''import asyncio, concurrent.futures, json, multiprocessing, multiprocessing.util, os, pty, shutil
+import subprocess, sys, torch
+import _posixsubprocess
+
+M = {marks!r}
+TOUCH = shutil.which("touch")
+
+
+def fork_child(pid, name):
+    if pid == 0:
+        open(f"{{M}}/{{name}}", "w").close()
+        os._exit(0)
+
+
+def fork_exec_touch(name, fork_exec=None):
+    fork_exec = fork_exec or _posixsubprocess.fork_exec
+    return fork_exec([TOUCH.encode(), f"{{M}}/{{name}}".encode()], [TOUCH.encode()], True, (), None, None,
+                     -1, -1, -1, -1, -1, -1, *os.pipe(), False, False, -1, None, None, None, -1, None, False)
+
+
+outcomes = {{}}
+'''
+
+
+def process_entry_points() -> set[str]:
+    import importlib
+
+    found = set()
+    for name in PROCESS_MODULES:
+        module = importlib.import_module(name)
+        for attr in dir(module):
+            value = getattr(module, attr)
+            if PROCESS_NAME.search(attr) and callable(value) and not attr.startswith("__"):
+                found.add(f"{name}.{attr}")
+    return {f for f in found if f not in NOT_STARTING and not f.startswith(tuple(f"{m}._" for m in PROCESS_MODULES))}
+
+
+def test_every_process_entry_point_has_a_case():
+    missing = process_entry_points() - set(PROCESS_CASES)
+    assert not missing, f"process entry points of the standard library without a case here: {sorted(missing)}"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the process entry points enumerated are Linux's")
+def test_no_process_entry_point_starts_a_process(course, softmax_file, tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    lines = [PROCESS_PRELUDE.format(marks=str(marks))]
+    for name, call in PROCESS_CASES.items():
+        lines.append(f"try:\n    {call}\n    outcomes[{name!r}] = 'started'\n"
+                     f"except BaseException as exc:\n    outcomes[{name!r}] = type(exc).__name__\n")
+    lines.append(f"open({str(tmp_path / 'outcomes.json')!r}, 'w').write(json.dumps(outcomes))\n")
+    lines.append(CORRECT_SOFTMAX.split("\n\n", 1)[1])
+    result = runner.run_kata(course, course.find("9.1"), softmax_file("\n".join(lines)), timeout=TIMEOUT)
+    assert sorted(p.name for p in marks.iterdir()) == []
+    outcomes = json.loads((tmp_path / "outcomes.json").read_text())
+    assert set(outcomes) == set(PROCESS_CASES)
+    refused = {name: how for name, how in outcomes.items() if how != "PermissionError"}
+    assert not refused, refused
+    # The unaudited entry point is an escape attempt: the run does not count.
+    assert result.outcome == runner.TAMPERED and "fork_exec" in result.message, (result.outcome, result.message)
+
+
+HELPER_ESCAPE = """import json, os, tempfile, torch, _posixsubprocess, sys
+
+HELPER = (b"import json, sys, torch; p = sys.argv[1]; x = torch.tensor(json.load(open(p)), dtype=torch.float64); "
+          b"json.dump(torch.nn.functional.softmax(x, -1).tolist(), open(p, 'w'))")
+
+
+def softmax(x, dim=-1):
+    path = tempfile.mktemp()
+    with open(path, "w") as f:
+        json.dump(x.movedim(dim, -1).tolist(), f)
+    args = [sys.executable.encode(), b"-c", HELPER, path.encode()]
+    pid = _posixsubprocess.fork_exec(args, [args[0]], True, (), None, None, -1, -1, -1, -1, -1, -1,
+                                     *os.pipe(), False, True, -1, None, None, None, -1, None, False)
+    os.waitpid(pid, 0)
+    with open(path) as f:
+        return torch.tensor(json.load(f), dtype=x.dtype, device=x.device).movedim(-1, dim)
+"""
+
+
+def test_a_helper_process_computing_the_forbidden_builtin_is_tampering(course, softmax_file):
+    # The audit's escape: a helper started by _posixsubprocess.fork_exec (in its own session) computes
+    # F.softmax for the student.
+    result = runner.run_kata(course, course.find("9.1"), softmax_file(HELPER_ESCAPE), timeout=TIMEOUT)
+    assert result.outcome == runner.TAMPERED and result.points == 0, (result.outcome, result.message)
+    assert "fork_exec" in result.message
+
+
+@pytest.mark.parametrize("attempt, word", [
+    ("import socket\nsocket.socket().connect(('127.0.0.1', 9))", "socket"),
+    ("import socket\nsocket.create_connection(('localhost', 9), timeout=1)", "socket"),
+    ("import mmap\nmmap.mmap(-1, 1 << 20)", "mmap"),
+    ("open('/dev/shm/kata-isolation-test', 'wb').write(b'x' * 1024)", "/dev/shm"),
+    ("import _posixshmem\n_posixshmem.shm_open('/kata-isolation-test', os.O_CREAT | os.O_RDWR, 0o600)",
+     "shared memory"),
+])
+def test_sockets_and_shared_memory_are_refused(course, softmax_file, attempt, word):
+    body = "import os, torch\n\n\ndef softmax(x, dim=-1):\n" + "".join(
+        f"    {line}\n" for line in attempt.splitlines()) + WRONG
+    result = runner.run_kata(course, course.find("9.1"), softmax_file(body), timeout=TIMEOUT)
+    assert result.outcome != runner.PASSED and result.points == 0
+    shown = result.message + "".join(c.message for c in result.checks)
+    assert word in shown and ("not allowed" in shown or "not available" in shown), shown[:2000]
+    assert not os.path.exists("/dev/shm/kata-isolation-test")
+
+
+def test_a_correct_file_passes_with_sockets_and_processes_refused(course, softmax_file):
+    result = runner.run_kata(course, course.find("9.1"), softmax_file(CORRECT_SOFTMAX), timeout=TIMEOUT)
+    assert result.outcome == runner.PASSED, (result.outcome, result.message)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The operating-system wall (bubblewrap), on its own: no guard inside, so what it stops is what it stops.
+
+
+def _sandboxed(course, script: str, tmp_path) -> subprocess.CompletedProcess:
+    """Run a plain Python script in the sandbox a graded unit of kata 9.1 gets (no in-process guard)."""
+    submission = tmp_path / "submission"
+    submission.mkdir(exist_ok=True)
+    (submission / "script.py").write_text(script)
+    placeholder = tmp_path / "placeholder"
+    placeholder.touch()
+    wrapper = isolation.command(course, course.find("9.1"), submission, placeholder=placeholder)
+    return subprocess.run([*wrapper, sys.executable, "/submission/script.py"], capture_output=True, text=True,
+                          timeout=120, env=isolation.environment(dict(os.environ)))
+
+
+def _processes(pattern: str) -> str:
+    return subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout
+
+
+def test_every_process_a_unit_started_dies_with_it(course, tmp_path):
+    script = ("import os, subprocess, time\n"
+              "if os.fork() == 0:\n"  # a double fork: the grandchild is nobody's child
+              "    if os.fork() == 0:\n"
+              "        os.execvp('sleep', ['sleep', '971'])\n"
+              "    os._exit(0)\n"
+              "subprocess.Popen(['setsid', 'sleep', '972'], start_new_session=True)\n"
+              "subprocess.Popen(['sh', '-c', 'nohup sleep 973 >/dev/null 2>&1 &'])\n"
+              "time.sleep(1)\n"
+              "print(len([p for p in os.listdir('/proc') if p.isdigit()]))\n")
+    done = _sandboxed(course, script, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) >= 4  # the sleeps were running, in the unit's own PID namespace
+    time.sleep(0.5)
+    assert _processes("sleep 97[123]") == ""
+
+
+def test_a_unit_sees_no_network_no_course_no_home_and_little_shared_memory(course, course_root, tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    (course_root / "exercises" / "9.2-layer-norm" / "exercise.py").write_text("# another student's work")
+    script = (
+        "import os, socket\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+        "    print('network: reached')\n"
+        "except OSError as exc:\n"
+        "    print('network: refused')\n"
+        f"print('exercise:', repr(open({str(course_root / 'exercises/9.2-layer-norm/exercise.py')!r}).read()))\n"
+        f"print('git:', os.path.exists({str(course_root / '.git')!r}), 'tests:',"
+        f" os.path.exists({str(REPO / 'tests')!r}))\n"
+        f"print('home:', os.path.exists({os.path.expanduser('~/.bashrc')!r}))\n"
+        f"print('later solution:', repr(open({str(course.find('9.3').solution)!r}).read()))\n"
+        "try:\n"
+        "    with open('/dev/shm/big', 'wb') as f:\n"
+        "        f.write(b'x' * (200 << 20))\n"
+        "    print('shm: 200 MB')\n"
+        "except OSError as exc:\n"
+        "    print('shm: full')\n")
+    try:
+        done = _sandboxed(course, script, tmp_path)
+    finally:
+        server.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["network: refused", "exercise: ''", "git: False tests: False",
+                                        "home: False", "later solution: ''", "shm: full"]
+    assert not os.path.exists("/dev/shm/big")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# A class of forgers beside honest students, graded by the real `kata grade`
+
+
+def _tree(folder) -> dict[str, str]:
+    """Every file under `folder` (links as links), by relative path: its SHA-256."""
+    import hashlib
+
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            found[str(path.relative_to(folder))] = "link:" + os.readlink(path)
+        elif path.is_file():
+            found[str(path.relative_to(folder))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+NOTHING = "    raise NotImplementedError\n"  # what a forger earns when the forgery fails: exactly 0
+ATTEMPTS = ("import json, os, pathlib, torch\n\n\ndef attempt(f):\n    try:\n        f()\n    except Exception:\n"
+            "        pass\n\n\n")
+
+
+def forgers(course_root, folder, out, home) -> dict[str, str]:
+    """The student files of the audit's attacks that `kata grade` could meet: (name, source of 9.1). The
+    instructor's files they aim at are stand-ins under the test's folder (the course is a clone, with its
+    .ci and .git; `home` the instructor's home), so that a broken sandbox spoils no real file."""
+    forged = {"student": "alice", "kata": "9.1", "outcome": "failed", "points": 0.0, "max_points": 10.0,
+              "graders": "", "sha256": ""}
+    writes = [course_root / "course.toml", course_root / ".ci" / "run",
+              course_root / ".git" / "hooks" / "post-checkout", home / ".bashrc", out / "grades.csv",
+              folder / "alice" / "9.1-softmax.py"]
+    return {
+        # 1: a helper process (unaudited fork_exec) computing F.softmax, leaving a `sleep` in its own session
+        "helper": HELPER_ESCAPE.replace("    os.waitpid(pid, 0)\n", "    os.waitpid(pid, 0)\n"
+                                        "    _posixsubprocess.fork_exec([b'/bin/sleep', b'974'], [b'/bin/sleep'],"
+                                        " True, (), None, None, -1, -1, -1, -1, -1, -1, *os.pipe(), False, True,"
+                                        " -1, None, None, None, -1, None, False)\n"),
+        "doublefork": ATTEMPTS + "if os.fork() == 0:\n    if os.fork() == 0:\n"
+                                 "        os.execvp('sleep', ['sleep', '975'])\n"
+                                 "    os._exit(0)\n\n\ndef softmax(x, dim=-1):\n" + NOTHING,
+        "socket": ATTEMPTS + "import socket\n\n\ndef softmax(x, dim=-1):\n"
+                             "    socket.create_connection(('127.0.0.1', 9), timeout=1)\n" + NOTHING,
+        # 4: forged journal lines (another student to 0, this one to full marks)
+        "journal": ATTEMPTS + "".join(
+            f"attempt(lambda: open({str(out / 'results.jsonl')!r}, 'a').write(json.dumps({line!r}) + '\\n'))\n"
+            for line in (forged, {**forged, "student": "journal", "outcome": "passed", "points": 10.0}))
+            + "\n\ndef softmax(x, dim=-1):\n" + NOTHING,
+        # 6: writes outside the graders and solutions
+        "writer": ATTEMPTS + "".join(f"attempt(lambda: open({str(p)!r}, 'a').write('\\necho forged\\n'))\n"
+                                     for p in writes) + "\n\ndef softmax(x, dim=-1):\n" + NOTHING,
+        # reading another student's file (a correct softmax when it could) and the reference solution by path
+        "reader": ATTEMPTS + "SOURCES = []\nattempt(lambda: SOURCES.append(open("
+                  f"{str(folder / 'alice' / '9.1-softmax.py')!r}).read()))\n"
+                  + CORRECT_SOFTMAX.split("\n\n", 1)[1].replace("    e = ",
+                                                                f"    if not SOURCES:\n    {NOTHING}    e = "),
+        "ref-reader": ATTEMPTS + f"SOURCE = open({str(course_root / 'solutions' / '9.1-softmax' / 'solution.py')!r})"
+                      ".read()\n\n\ndef softmax(x, dim=-1):\n" + NOTHING,
+        # 8: a /dev/shm file past the memory limit
+        "shm": ATTEMPTS + "def softmax(x, dim=-1):\n"
+                          "    with open('/dev/shm/kata-forger', 'wb') as f:\n"
+                          "        f.truncate(5 << 30)\n" + NOTHING,
+    }
+
+
+def test_a_class_of_forgers_gets_zero_beside_full_marks(tmp_path):
+    import shutil
+
+    from kata.course import load_course
+    from kata.stubs import strip_markers
+    from tests.conftest import copy_course
+
+    course_root = copy_course(tmp_path / "course")
+    shutil.copytree(REPO / ".ci", course_root / ".ci")
+    (course_root / ".git" / "hooks").mkdir(parents=True)
+    (course_root / ".git" / "hooks" / "post-checkout.sample").write_text("#!/bin/sh\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".bashrc").write_text("export PATH\n")
+    reference = strip_markers(load_course(course_root).find("9.1").solution.read_text())
+    folder, out = tmp_path / "class", tmp_path / "class-grades"
+    honest = ("alice", "zoe")
+    for name in honest:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "9.1-softmax.py").write_text(reference)
+    for name, source in forgers(course_root, folder, out, home).items():
+        (folder / name).mkdir()
+        (folder / name / "9.1-softmax.py").write_text(source)
+    # 5: symbolic links out of the submission: to the reference, to another student's file and folder
+    (folder / "linker").mkdir()
+    (folder / "linker" / "9.1-softmax.py").symlink_to(course_root / "solutions" / "9.1-softmax" / "solution.py")
+    (folder / "copier").mkdir()
+    (folder / "copier" / "9.1-softmax.py").symlink_to(folder / "alice" / "9.1-softmax.py")
+    (folder / "folder-linker" / "exercises").mkdir(parents=True)
+    shutil.copytree(folder / "alice", folder / "zoe-clone")  # a folder the next one links to
+    (folder / "folder-linker" / "exercises" / "9.1-softmax").symlink_to(folder / "zoe-clone")
+    (folder / "zoe-clone" / "exercise.py").write_text(reference)
+    (folder / "whole-linker").symlink_to(folder / "alice")
+    # hard links are read as copies: graded as what they hold
+    (folder / "hardlinker").mkdir()
+    os.link(folder / "alice" / "9.1-softmax.py", folder / "hardlinker" / "9.1-softmax.py")
+
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "KATA_COURSE": str(course_root), "KATA_PROGRESS": str(tmp_path / "progress.json"),
+           "TMPDIR": str(tmp_path / "tmp"), "HOME": str(home)}
+    watched = {"course": (course_root, _tree(course_root)), "class": (folder, _tree(folder)),
+               "home": (home, _tree(home))}
+
+    def grade() -> dict:
+        done = subprocess.run([kata_exe(), "grade", str(folder), "--katas", "9.1", "--jobs", "2", "--json"],
+                              capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return {s["student"]: s["katas"][0] for s in json.loads(done.stdout)["students"]}
+
+    grades = grade()
+    expected = {"alice": ("passed", 10), "zoe": ("passed", 10), "zoe-clone": ("passed", 10),
+                "hardlinker": ("passed", 10), "helper": ("tampered", 0), "doublefork": ("exception", 0),
+                "socket": ("failed", 0), "journal": ("not-implemented", 0), "writer": ("tampered", 0),
+                "reader": ("not-implemented", 0), "ref-reader": ("tampered", 0), "shm": ("tampered", 0),
+                "linker": ("not-a-regular-file", 0), "copier": ("not-a-regular-file", 0),
+                "folder-linker": ("not-a-regular-file", 0), "whole-linker": ("unreadable", 0)}
+    assert {s: (g["outcome"], g["points"]) for s, g in grades.items()} == expected
+    assert "symbolic link" in grades["linker"]["message"] and "symbolic link" in grades["whole-linker"]["message"]
+    assert all(g["isolation"].startswith("bubblewrap") for g in grades.values())
+    with open(out / "checks.csv", newline="") as f:
+        tampered = [row for row in csv.DictReader(f) if row["student"] in ("helper", "shm")]
+    assert tampered and all(row["points"] == "0" for row in tampered)
+
+    # Nothing outside the reports changed: not the course (its .ci, its .git), the class, the home.
+    for name, (where, before) in watched.items():
+        assert _tree(where) == before, name
+    assert sorted(p.name for p in out.iterdir()) == [".kata-grade.key", ".kata-grade.lock", "checks.csv",
+                                                      "grades.csv", "grades.json", "katas.csv", "results.jsonl"]
+    assert not os.path.exists("/dev/shm/kata-forger")
+    assert _processes("sleep 97[45]") == "" and _processes(str(tmp_path)) == ""
+
+    # 4: lines forged into the journal by hand are rejected and their units graded again
+    journal = out / "results.jsonl"
+    lines = journal.read_text().splitlines()
+    for student, points in (("alice", 0.0), ("journal", 10.0)):
+        line = next(json.loads(x.rpartition("\t")[0]) for x in lines if x.startswith(f'{{"student": "{student}"'))
+        line.update(points=points, outcome="passed" if points else "failed")
+        with open(journal, "a") as f:
+            f.write(json.dumps(line) + "\t" + "0" * 64 + "\n")
+    again = grade()
+    assert {s: (g["outcome"], g["points"]) for s, g in again.items()} == expected
+
+
+def test_verify_progress_says_a_hash_proves_identity_and_regrade_proves_the_pass(course_root):
+    # A pass written by hand with the right SHA-256 of a file that does not pass.
+    from click.testing import CliRunner
+
+    from kata.cli import main
+    from kata.progress import file_hash
+
+    exercise = course_root / "exercises" / "9.1-softmax" / "exercise.py"
+    exercise.write_text("import torch\n\n\ndef softmax(x, dim=-1):\n" + WRONG)
+    (course_root / ".kata-progress.json").write_text(json.dumps({"schema": 1, "katas": {
+        "9.1": {"status": "passed", "attempts": 1, "passed_hash": file_hash(exercise)}}}))
+    identity = CliRunner().invoke(main, ["verify", "--progress", "9.1"], terminal_width=300)
+    assert identity.exit_code == 0 and "identity only" in identity.output and "--regrade" in identity.output
+    assert json.loads(CliRunner().invoke(main, ["verify", "--progress", "9.1", "--json"]).output)["proves"] == \
+        "identity"
+    regraded = CliRunner().invoke(main, ["verify", "--progress", "9.1", "--regrade", "--json"])
+    assert regraded.exit_code == 1 and json.loads(regraded.output)["katas"][0]["verdict"] == "regraded-failing"
+
+
+def test_without_a_sandbox_kata_grade_refuses_unless_told_and_the_reports_say_so(tmp_path):
+    from kata.course import load_course
+    from kata.grade import UNSAFE
+    from kata.stubs import strip_markers
+    from tests.conftest import copy_course
+
+    course_root = copy_course(tmp_path / "course")
+    folder = tmp_path / "class"
+    (folder / "alice").mkdir(parents=True)
+    (folder / "alice" / "9.1-softmax.py").write_text(
+        strip_markers(load_course(course_root).find("9.1").solution.read_text()))
+    env = {**os.environ, "KATA_COURSE": str(course_root), "KATA_PROGRESS": str(tmp_path / "progress.json")}
+    no_bwrap = {**env, "PATH": str(tmp_path / "no-tools")}  # where bubblewrap is not found
+
+    def grade(*args, env):
+        return subprocess.run([kata_exe(), "grade", str(folder), "--katas", "9.1", *args], capture_output=True,
+                              text=True, timeout=300, env=env)
+
+    refused = grade(env=no_bwrap)
+    assert refused.returncode == 2 and "needs an operating-system sandbox" in refused.stderr
+    assert "bubblewrap (bwrap) is not installed" in refused.stderr and "--unsafe-no-sandbox" in refused.stderr
+    assert not (tmp_path / "class-grades" / "results.jsonl").exists()
+
+    unsafe = grade("--unsafe-no-sandbox", "--json", env=no_bwrap)
+    assert unsafe.returncode == 0, unsafe.stderr[-2000:]
+    report = json.loads(unsafe.stdout)
+    assert report["isolation"] == UNSAFE and report["students"][0]["total"] == 10
+    with open(tmp_path / "class-grades" / "katas.csv", newline="") as f:
+        assert [row["isolation"] for row in csv.DictReader(f)] == [UNSAFE]
+
+    # With the sandbox back, what was graded without it is graded again.
+    again = json.loads(grade("--json", env=env).stdout)
+    assert (again["graded"], again["reused"]) == (1, 0) and again["isolation"].startswith("bubblewrap")
+
+
+def test_kata_doctor_says_which_isolation_there_is(tmp_path):
+    env = {**os.environ, "KATA_COURSE": str(REPO)}
+    restricted = tmp_path / "restricted"  # a bwrap that user namespaces are refused to (Ubuntu 24.04's AppArmor)
+    restricted.mkdir()
+    (restricted / "bwrap").write_text('#!/bin/sh\n[ "$1" = --version ] && echo "bubblewrap 0.9.0" && exit 0\n'
+                                      'echo "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
+    (restricted / "bwrap").chmod(0o755)
+    rows = {}
+    for label, path in (("here", env["PATH"]), ("without bwrap", str(tmp_path)), ("restricted", str(restricted))):
+        done = subprocess.run([kata_exe(), "doctor", "--json"], capture_output=True, text=True, timeout=300,
+                              env={**env, "PATH": path})
+        rows[label] = {c["name"]: c["value"] for c in json.loads(done.stdout)["checks"]}["isolation (kata grade)"]
+    assert rows["here"].startswith("bubblewrap ") and "PID and network namespaces" in rows["here"]
+    assert "not installed" in rows["without bwrap"] and "apt-get install bubblewrap" in rows["without bwrap"]
+    assert "uid map: Permission denied" in rows["restricted"]
+    assert "kernel.apparmor_restrict_unprivileged_userns=0" in rows["restricted"]
