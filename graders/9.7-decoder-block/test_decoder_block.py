@@ -101,6 +101,11 @@ DROPOUT_AFTER_RESIDUAL = Mistake("dropout-after-residual",
                                  "dropout is applied to the residual sum (Dropout(x + Sublayer(x))), which also drops "
                                  "parts of the input: drop the sub-layer's output only, x + Dropout(Sublayer(x))")
 
+# torch's first triangle on the meta device imports its shape machinery, which compiles code and changes
+# torch (torch.manual_seed among others): done now, before torch is sealed and the student's code imported, so
+# that test_causal_mask can ask for a mask on the meta device.
+torch.ones(2, 2, dtype=torch.bool, device="meta").tril()
+
 _SIZE_MISMATCH = r"must match the size of tensor|shape .* is invalid|cannot be broadcast|size mismatch"
 TORCH_LAYER_NORM = Mistake("torch-layer-norm",
                            "the norms are torch's nn.LayerNorm (parameters weight and bias): use LayerNorm from kata "
@@ -366,9 +371,7 @@ def test_causal_mask(student, device):
     if not isinstance(default, torch.Tensor) or default.device.type != "cpu":
         fail(f"causal_mask(3) without a device should be on the CPU, got {describe(default)}")
     # The meta device (shapes without storage) exists on every machine: a CPU-only grader still sees whether
-    # the mask is made where it is asked for. torch's first meta triangle imports its shape machinery (code
-    # compiled at run time, refused under the student's frames): done here, by the grader, first.
-    torch.ones(2, 2, dtype=torch.bool, device="meta").tril()
+    # the mask is made where it is asked for (torch's meta kernels are loaded with the graders, above).
     for device in (torch.device("meta"), "meta"):
         mask = student.causal_mask(3, device=device)
         if not isinstance(mask, torch.Tensor) or mask.device.type != "meta":
