@@ -90,6 +90,13 @@ class Kata:
     def mistakes(self) -> list[Path]:
         return sorted(p for p in self.mistakes_dir.glob("*.py") if not p.name.startswith("_"))
 
+    @property
+    def alternatives_dir(self) -> Path:
+        return self.graders / "alternatives"
+
+    def alternatives(self) -> list[Path]:
+        return sorted(p for p in self.alternatives_dir.glob("*.py") if not p.name.startswith("_"))
+
     def label(self) -> str:
         return f"{self.id} ({self.slug})"
 

@@ -171,9 +171,10 @@ class KataGrade:
 
 def graders_fingerprint(kata: Kata) -> str:
     """What a grade depends on besides the student's file: the kata's limits, points and forbidden list,
-    its graders (planted mistakes aside) and its reference solution."""
+    its graders (planted mistakes and alternatives aside) and its reference solution."""
     digest = hashlib.sha256(repr((kata.id, kata.points, kata.forbidden, kata.time_budget_s, kata.memory_mb)).encode())
-    files = [p for p in sorted(kata.graders.rglob("*.py")) if kata.mistakes_dir not in p.parents]
+    examples = (kata.mistakes_dir, kata.alternatives_dir)
+    files = [p for p in sorted(kata.graders.rglob("*.py")) if not any(d in p.parents for d in examples)]
     for path in [*files, kata.solution]:
         digest.update(str(path.relative_to(kata.root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]

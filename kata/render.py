@@ -523,7 +523,8 @@ def change(console: Console, verb: str, kata: Kata, changed: bool, backup: str |
 
 def verify_report(console: Console, reports: list, seconds: float) -> None:
     table = Table(title="kata verify", box=box.SIMPLE_HEAVY)
-    for column in ("", "Kata", "Reference", "Stub", "Mistakes caught", "Slowest", "Budget"):
+    # Mistakes caught, named by their own diagnosis; false diagnoses (must be 0); alternatives passing.
+    for column in ("", "Kata", "Reference", "Stub", "Caught", "Named", "False", "Alternatives", "Slowest", "Budget"):
         table.add_column(column)
     problems: dict[str, list[str]] = defaultdict(list)
     for report, kata in reports:
@@ -536,9 +537,12 @@ def verify_report(console: Console, reports: list, seconds: float) -> None:
             return f"{sum(r.ok for r in runs)}/{len(runs)}" if runs else "-"
 
         ok = report.ok
+        counts = report.counts()
         table.add_row(Text("✓" if ok else "✗", style="green" if ok else "red"), f"{kata.id} {kata.slug}",
-                      score("reference"), score("stub"), score("mistake"), f"{report.slowest:.1f} s",
-                      f"{kata.time_budget_s:g} s")
+                      score("reference"), score("stub"), f"{counts['caught']}/{counts['mistakes']}",
+                      f"{counts['named']}/{counts['mistakes']}",
+                      Text(str(counts["false_diagnoses"]), style="red" if counts["false_diagnoses"] else ""),
+                      score("alternative"), f"{report.slowest:.1f} s", f"{kata.time_budget_s:g} s")
         problems[kata.id] = report.problems
     console.print(table)
     for kata_id, found in problems.items():

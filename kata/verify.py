@@ -3,16 +3,22 @@
 For each kata: the committed stub is the one derived from the solution; the reference solution passes
 every check under several seeds; the derived stub imports and fails every check as not implemented;
 every planted mistake (`graders/<kata>/mistakes/*.py`, at least three) fails and triggers the
-diagnosis it declares; every run stays inside the kata's time budget.
+diagnosis it declares; every correct-but-different implementation (`graders/<kata>/alternatives/*.py`,
+at least four) passes with full marks; and no diagnosis fires where it should not: on an alternative,
+on the reference, or on a planted mistake that does not list it. Every run stays inside the kata's
+time budget.
 
 A planted mistake holds only the definitions it changes and a header naming what it must trigger:
 
     \"\"\"Planted mistake: no max subtraction.\"\"\"
     # expect: no-max-subtraction
+    # also: wrong-normaliser
 
 It is graded as the solution with the mistake appended (later definitions win), so it never
-repeats the rest of the solution. `expect` names a diagnosis id or a kata outcome (`forbidden`,
-`timeout`, `crash`, ...).
+repeats the rest of the solution. `expect` names the diagnosis written for it (or a kata outcome:
+`forbidden`, `timeout`, `crash`, ...); `also` lists the other diagnoses it rightly triggers. Any other
+diagnosis is a false one: a claim about the student's code that is not true of it. An alternative is
+stored the same way, with no `expect` line.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from kata.course import Course, Kata
@@ -30,21 +37,26 @@ from kata.stubs import StubError, count_regions, derive_stub
 
 SEEDS = (0, 1, 2)
 MIN_MISTAKES = 3
+MIN_ALTERNATIVES = 4
 MIN_HINTS = 3
 _EXPECT = re.compile(r"^#\s*expect:\s*(\S+)\s*$", re.MULTILINE)
+_ALSO = re.compile(r"^#\s*also:\s*(.+?)\s*$", re.MULTILINE)
 
 
 @dataclass
 class Run:
     """One grading run made by verify and what it had to show."""
 
-    kind: str  # "reference", "stub" or "mistake"
+    kind: str  # "reference", "stub", "mistake" or "alternative"
     name: str
     expected: str
     outcome: str
     seconds: float
     ok: bool
     detail: str = ""
+    diagnoses: list[str] = field(default_factory=list)  # every diagnosis the run's checks gave
+    named: bool = False  # a mistake: its own diagnosis (or outcome) was given
+    false_diagnoses: list[str] = field(default_factory=list)  # given, but not true of the code
 
 
 @dataclass
@@ -62,9 +74,18 @@ class KataReport:
     def slowest(self) -> float:
         return max((r.seconds for r in self.runs), default=0.0)
 
+    def counts(self) -> dict[str, int]:
+        """Mistakes caught and named by their own diagnosis, false diagnoses, alternatives passing."""
+        mistakes = [r for r in self.runs if r.kind == "mistake"]
+        alternatives = [r for r in self.runs if r.kind == "alternative"]
+        return {"mistakes": len(mistakes), "caught": sum(r.outcome != PASSED for r in mistakes),
+                "named": sum(r.named for r in mistakes),
+                "false_diagnoses": sum(len(r.false_diagnoses) for r in self.runs),
+                "alternatives": len(alternatives), "alternatives_passing": sum(r.ok for r in alternatives)}
+
     def to_dict(self) -> dict:
         return {"kata": self.kata, "title": self.title, "ok": self.ok, "problems": self.problems,
-                "slowest_seconds": round(self.slowest, 3),
+                "slowest_seconds": round(self.slowest, 3), **self.counts(),
                 "runs": [vars(r) | {"seconds": round(r.seconds, 3)} for r in self.runs]}
 
 
@@ -73,22 +94,40 @@ def mistake_expectation(source: str) -> str | None:
     return match.group(1) if match else None
 
 
-def with_mistake(solution: str, mistake: str, name: str) -> str:
-    return f"{solution.rstrip()}\n\n\n# ---- planted mistake: {name} ----\n{mistake}"
+def also_expected(source: str) -> set[str]:
+    """The diagnoses a planted mistake lists as rightly triggered besides its own (`# also: a b`)."""
+    return {d for match in _ALSO.finditer(source) for d in match.group(1).replace(",", " ").split()}
+
+
+def with_mistake(solution: str, mistake: str, name: str, kind: str = "planted mistake") -> str:
+    return f"{solution.rstrip()}\n\n\n# ---- {kind}: {name} ----\n{mistake}"
 
 
 def _diagnoses(result: KataResult) -> list[str]:
-    return sorted({d["id"] for c in result.checks if not c.passed for d in c.diagnoses})
+    return sorted({d["id"] for c in result.checks for d in c.diagnoses})
+
+
+def _judge_passing(result: KataResult, kind: str, name: str) -> Run:
+    """A file that must pass every check with full marks and no diagnosis: the reference, an alternative."""
+    failing = [c for c in result.checks if not c.passed]
+    found = _diagnoses(result)
+    ok = result.outcome == PASSED and result.points == result.max_points and not found
+    detail = "; ".join(f"{c.title}: {c.status}: {c.message.splitlines()[0] if c.message else ''}"
+                       for c in failing[:3]) or result.message
+    if found:
+        detail = f"diagnosed {found}" + (f"; {detail}" if failing else "")
+    if result.outcome != PASSED and result.log and not failing:
+        detail += "\n" + result.log[-1500:]
+    return Run(kind, name, PASSED, result.outcome, result.seconds, ok, "" if ok else detail,
+               diagnoses=found, false_diagnoses=found)
 
 
 def _judge_reference(result: KataResult, seed: int) -> Run:
-    failing = [c for c in result.checks if not c.passed]
-    detail = "; ".join(f"{c.title}: {c.status}: {c.message.splitlines()[0] if c.message else ''}"
-                       for c in failing[:3]) or result.message
-    if result.outcome != PASSED and result.log and not failing:
-        detail += "\n" + result.log[-1500:]
-    return Run("reference", f"solution (seed {seed})", PASSED, result.outcome, result.seconds,
-               result.outcome == PASSED, "" if result.outcome == PASSED else detail)
+    return _judge_passing(result, "reference", f"solution (seed {seed})")
+
+
+def _judge_alternative(result: KataResult, name: str) -> Run:
+    return _judge_passing(result, "alternative", name)
 
 
 def _judge_stub(result: KataResult) -> Run:
@@ -98,12 +137,19 @@ def _judge_stub(result: KataResult) -> Run:
     return Run("stub", "derived stub", NOT_IMPLEMENTED, result.outcome, result.seconds, ok, detail)
 
 
-def _judge_mistake(result: KataResult, name: str, expected: str) -> Run:
+def _judge_mistake(result: KataResult, name: str, expected: str, also: set[str]) -> Run:
     found = _diagnoses(result)
-    ok = result.outcome != PASSED and (expected == result.outcome or expected in found)
-    detail = "" if ok else (f"expected {expected!r}; outcome {result.outcome}, diagnoses {found or 'none'}"
-                            + (f": {result.message}" if result.outcome not in (PASSED,) else ""))
-    return Run("mistake", name, expected, result.outcome, result.seconds, ok, detail)
+    named = result.outcome != PASSED and (expected == result.outcome or expected in found)
+    false = [d for d in found if d != expected and d not in also]
+    ok = named and not false
+    if not named:
+        detail = (f"expected {expected!r}; outcome {result.outcome}, diagnoses {found or 'none'}"
+                  + (f": {result.message}" if result.outcome != PASSED else ""))
+    else:
+        detail = "" if ok else (f"false diagnoses {false}: not true of this mistake (list a right one "
+                                "under '# also:')")
+    return Run("mistake", name, expected, result.outcome, result.seconds, ok, detail,
+               diagnoses=found, named=named, false_diagnoses=false)
 
 
 def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, ...] = SEEDS) -> KataReport:
@@ -124,6 +170,10 @@ def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, 
     mistakes = kata.mistakes()
     if len(mistakes) < MIN_MISTAKES:
         report.problems.append(f"{kata.mistakes_dir}: {len(mistakes)} planted mistakes, want at least {MIN_MISTAKES}")
+    alternatives = kata.alternatives()
+    if len(alternatives) < MIN_ALTERNATIVES:
+        report.problems.append(f"{kata.alternatives_dir}: {len(alternatives)} alternatives, want at least "
+                               f"{MIN_ALTERNATIVES}")
 
     with tempfile.TemporaryDirectory(prefix=f"kata-verify-{kata.id}-") as tmp:
         tasks: list[tuple[Path, Callable[[KataResult], Run], int]] = []
@@ -139,7 +189,13 @@ def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, 
                 continue
             combined = Path(tmp) / f"mistake_{path.stem}.py"
             combined.write_text(with_mistake(solution, source, path.name), encoding="utf-8")
-            tasks.append((combined, lambda r, n=path.name, e=expected: _judge_mistake(r, n, e), 0))
+            judge = partial(_judge_mistake, name=path.name, expected=expected, also=also_expected(source))
+            tasks.append((combined, judge, 0))
+        for path in alternatives:
+            combined = Path(tmp) / f"alternative_{path.stem}.py"
+            combined.write_text(with_mistake(solution, path.read_text(encoding="utf-8"), path.name, "alternative"),
+                                encoding="utf-8")
+            tasks.append((combined, partial(_judge_alternative, name=path.name), 0))
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             futures = [pool.submit(run_kata, course, kata, file, seed=seed, devices="all")

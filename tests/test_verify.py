@@ -2,7 +2,8 @@
 
 For every kata in course.toml: the reference passes every check under three seeds, the stub fails
 every check as not implemented, at least three planted mistakes fail with the diagnosis each
-declares, and every run stays inside the kata's time budget.
+declares and no diagnosis it does not list, at least four correct-but-different alternatives pass
+with full marks and no diagnosis, and every run stays inside the kata's time budget.
 """
 
 from __future__ import annotations
@@ -17,20 +18,67 @@ from kata.course import load_course
 from tests.conftest import REPO
 
 
-@pytest.mark.slow
-def test_every_kata_is_sound():
-    course = load_course(REPO)
+@pytest.fixture(scope="module")
+def course_report() -> dict:
+    """`kata verify --json` of the whole course, run once for the tests of this module that read it."""
     result = subprocess.run([sys.executable, "-m", "kata", "verify", "--json"], capture_output=True, text=True,
                             cwd=REPO, timeout=1500)
     report = json.loads(result.stdout)
+    report["returncode"] = result.returncode
+    return report
+
+
+@pytest.mark.slow
+def test_every_kata_is_sound(course_report):
+    report = course_report
+    course = load_course(REPO)
     problems = [f"{k['kata']}: {p}" for k in report["katas"] for p in k["problems"]]
-    assert report["ok"] and result.returncode == 0, "\n".join(problems) or result.stderr[-3000:]
+    assert report["ok"] and report["returncode"] == 0, "\n".join(problems)
     assert [k["kata"] for k in report["katas"]] == [k.id for k in course.katas]
     for kata in report["katas"]:
         kinds = [run["kind"] for run in kata["runs"]]
         assert kinds.count("reference") == 3 and kinds.count("stub") == 1 and kinds.count("mistake") >= 3
+        assert kinds.count("alternative") >= 4
         assert all(run["ok"] for run in kata["runs"])
+        assert kata["false_diagnoses"] == 0
+        assert kata["caught"] == kata["named"] == kata["mistakes"] == kinds.count("mistake")
+        assert kata["alternatives_passing"] == kata["alternatives"] == kinds.count("alternative")
     print(f"kata verify: {report['seconds']} s for {len(report['katas'])} katas")
+
+
+# Issue 14: student files that got full marks, lost points, or were told the wrong thing. Each is a planted
+# mistake (or an alternative) now, and must get exactly these diagnoses: its own, and nothing else.
+ISSUE_14_CASES = [
+    ("9.6", "post_norm_dropout_on_sum.py", {"dropout-after-residual"}),  # 5: full marks before
+    ("9.7", "causal_mask_ignores_device.py", {"causal-mask-device-ignored"}),  # 5: full marks before
+    ("9.1", "sum_along_another_dim.py", {"wrong-normaliser"}),  # 7: was "exp() overflowed"
+    ("9.1", "max_along_another_dim.py", {"max-wrong-dim"}),  # 7: no diagnosis before
+    ("9.7", "memory_normalised_by_norm_2.py", {"memory-normalised"}),  # 7: was "fed the decoder's own states"
+    ("9.6", "functional_dropout_always_on.py", {"dropout-in-eval"}),  # 7: plus a wrong "missing residual"
+    ("9.7", "src_mask_ignored.py", {"src-mask-ignored"}),  # 7: plus a wrong "causal mask in cross-attention"
+    ("9.4", "split_without_head_axis.py", {"split-without-transpose"}),  # 7: promised, absent
+    ("9.4", "scaled_by_d_model.py", {"scaled-by-sqrt-d-model"}),  # 7: promised, absent
+    ("9.9", "decode_ignores_tgt_mask.py", {"tgt-mask-ignored"}),  # 7: promised
+    ("9.9", "masks_swapped.py", {"masks-swapped"}),  # 7: a bare RuntimeError before
+    ("9.10", "log_softmax_wrong_dim.py", {"log-softmax-wrong-dim"}),  # 7: promised, absent
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("kata", "name", "diagnoses"), ISSUE_14_CASES, ids=[f"{k}-{n}" for k, n, _ in ISSUE_14_CASES])
+def test_issue_14_mistakes_are_named_exactly(course_report, kata, name, diagnoses):
+    runs = {run["name"]: run for k in course_report["katas"] if k["kata"] == kata for run in k["runs"]
+            if run["kind"] == "mistake"}
+    assert name in runs, f"no planted mistake {name} in {kata}"
+    run = runs[name]
+    assert run["outcome"] != "passed" and set(run["diagnoses"]) == diagnoses, run
+
+
+@pytest.mark.slow
+def test_logsumexp_softmax_gets_full_marks(course_report):
+    """Issue 14.6: exp(x - logsumexp(x)) is as right as max-subtraction, at 1e4 in float32 too."""
+    runs = {run["name"]: run for k in course_report["katas"] if k["kata"] == "9.1" for run in k["runs"]}
+    assert runs["logsumexp.py"]["kind"] == "alternative" and runs["logsumexp.py"]["ok"], runs["logsumexp.py"]
 
 
 def test_verify_catches_a_mistake_that_is_not_diagnosed(course_root):
@@ -44,3 +92,32 @@ def test_verify_catches_a_mistake_that_is_not_diagnosed(course_root):
     assert result.returncode == 1 and not report["ok"]
     problems = report["katas"][0]["problems"]
     assert any("mistake undiagnosed.py: expected 'no-max-subtraction'" in p for p in problems), problems
+
+
+def test_verify_judges_alternatives_and_false_diagnoses(course_root):
+    """An alternative that fails, or a diagnosis a mistake does not list, makes verify fail and is counted."""
+    graders = course_root / "graders" / "9.1-softmax"
+    (graders / "alternatives" / "last_dim_only.py").write_text(
+        '"""Alternative (wrong): always the last dim."""\n\n\n'
+        "def softmax(x, dim=-1):\n    e = torch.exp(x - x.amax(-1, keepdim=True))\n"
+        "    return e / e.sum(-1, keepdim=True)\n")
+    wrong_sum = (graders / "mistakes" / "sum_along_another_dim.py").read_text()
+    # Declared only as "it fails": the wrong-normaliser diagnosis it gets is then unlisted, a false one...
+    (graders / "mistakes" / "unlisted.py").write_text(
+        wrong_sum.replace("# expect: wrong-normaliser", "# expect: failed"))
+    # ...and listed under "also", a right one.
+    (graders / "mistakes" / "listed.py").write_text(
+        wrong_sum.replace("# expect: wrong-normaliser", "# expect: failed\n# also: wrong-normaliser"))
+    result = subprocess.run([sys.executable, "-m", "kata", "verify", "9.1", "--json"], capture_output=True,
+                            text=True, timeout=600)
+    report = json.loads(result.stdout)
+    kata = report["katas"][0]
+    assert result.returncode == 1 and not report["ok"]
+    runs = {run["name"]: run for run in kata["runs"]}
+    assert not runs["last_dim_only.py"]["ok"] and runs["last_dim_only.py"]["false_diagnoses"] == ["wrong-dim"]
+    assert runs["unlisted.py"]["named"] and runs["unlisted.py"]["false_diagnoses"] == ["wrong-normaliser"]
+    assert runs["listed.py"]["ok"] and runs["listed.py"]["false_diagnoses"] == []
+    assert kata["alternatives"] == kata["alternatives_passing"] + 1
+    assert kata["false_diagnoses"] == 2 and kata["caught"] == kata["mistakes"]
+    assert any(p.startswith("alternative last_dim_only.py: diagnosed ['wrong-dim']") for p in kata["problems"])
+    assert any(p.startswith("mistake unlisted.py: false diagnoses ['wrong-normaliser']") for p in kata["problems"])

@@ -27,6 +27,15 @@ SPLIT_NO_TRANSPOSE = Mistake(
     "the heads were split with view(batch, n_heads, len, d_k) without the transpose: that cuts the "
     "SEQUENCE into heads, mixing positions. Split the features: view(batch, len, n_heads, d_k), then "
     "transpose(1, 2) to (batch, n_heads, len, d_k)")
+SPLIT_NO_HEAD_AXIS = Mistake(
+    "split-without-transpose",
+    "the heads were split with view(batch, len, n_heads, d_k) but not transposed to (batch, n_heads, len, d_k): "
+    "attention then runs over the n_heads axis, mixing the heads of ONE position, instead of over the sequence. "
+    "Add .transpose(1, 2) after the view (and undo it before merging)")
+SCALED_BY_D_MODEL = Mistake(
+    "scaled-by-sqrt-d-model",
+    "the scores are divided by sqrt(d_model): each head works in d_k = d_model / n_heads dimensions, so "
+    "scale by 1 / sqrt(d_k)")
 MERGE_NO_TRANSPOSE = Mistake(
     "merge-wrong-order",
     "the heads were merged without moving them back next to d_k: (batch, n_heads, q_len, d_k) must be "
@@ -117,14 +126,14 @@ def torch_forward(ref, query, key, value, mask=None):
 
 # ---- models of the student's module, right or wrong ---------------------------------------------------
 
-def identity_weights(q, k, mask):
+def identity_weights(q, k, mask, scale=None):
     k_len = k.size(-2)
     eye = torch.eye(k_len, dtype=q.dtype, device=q.device).expand(*k.shape[:-1], k_len)
-    return F.scaled_dot_product_attention(q, k, eye, attn_mask=mask)
+    return F.scaled_dot_product_attention(q, k, eye, attn_mask=mask, scale=scale)
 
 
 def model(state, n_heads, query, key, value, mask=None, *, split="ok", merge="ok", w_o=True, mask_first=False,
-          value_from_key=False):
+          value_from_key=False, scale_d_model=False):
     """Multi-head attention from `state`, or one of its classic mistakes: (output, weights)."""
     b, d_model = query.size(0), query.size(-1)
     d_k = d_model // n_heads
@@ -135,14 +144,17 @@ def model(state, n_heads, query, key, value, mask=None, *, split="ok", merge="ok
     def heads(t):
         if split == "no-transpose":
             return t.reshape(b, n_heads, -1, d_k)
+        if split == "no-head-axis":  # (batch, len, n_heads, d_k): attention over the heads of each position
+            return t.reshape(b, -1, n_heads, d_k)
         return t.reshape(b, -1, n_heads, d_k).transpose(1, 2)
 
     q, k = heads(project("w_q", query)), heads(project("w_k", key))
     v = heads(project("w_v", key if value_from_key else value))
     if mask is not None and mask_first:
         mask = torch.broadcast_to(mask, (b, n_heads, q.size(-2), k.size(-2)))[:1]
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (b, h, q_len, d_k)
-    weights = identity_weights(q, k, mask)
+    scale = d_model**-0.5 if scale_d_model else None
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (b, h, q_len, d_k)
+    weights = identity_weights(q, k, mask, scale)
     if merge == "no-transpose":
         out = out.reshape(b, -1, d_model)
     elif merge == "d_k-major":
@@ -156,9 +168,15 @@ def mistakes_for(state, n_heads, query, key, value, mask=None, *, part=0) -> dic
     """What each classic mistake gives on this input: part 0 the output, part 1 the weights."""
     def m(**kw):
         return lambda: model(state, n_heads, query, key, value, mask, **kw)[part]
-    found = {SPLIT_NO_TRANSPOSE: m(split="no-transpose", merge="no-transpose")}
+    found = {SPLIT_NO_TRANSPOSE: m(split="no-transpose", merge="no-transpose"),
+             SCALED_BY_D_MODEL: m(scale_d_model=True)}
     if part == 0:  # (the weights do not depend on how the heads are merged)
         found |= {
+            # Without the transpose the heads' attention is over n_heads "positions": the output comes back as
+            # (batch, len, n_heads, d_k), merged either way.
+            SPLIT_NO_HEAD_AXIS: m(split="no-head-axis", merge="no-transpose"),
+            Mistake(SPLIT_NO_HEAD_AXIS.id, SPLIT_NO_HEAD_AXIS.explanation + " (and merged with a transpose)"):
+                m(split="no-head-axis"),
             Mistake(SPLIT_NO_TRANSPOSE.id, SPLIT_NO_TRANSPOSE.explanation + " (and merged back with a transpose)"):
                 m(split="no-transpose"),
             MERGE_NO_TRANSPOSE: m(merge="no-transpose"),

@@ -315,6 +315,8 @@ def test_any_shape_matches_torch(student, reference, data):
     layer = torch_twin(block, n_heads, norm_first=norm_first)
     expected = torch_encoder_forward(layer, x, mask, n_heads=n_heads).detach()
     if not is_close(out, expected):  # only then model the mistakes (a reference twin per example is not free)
+        if not torch.equal(out, block(x, mask)):  # a random output matches a mistake's model only by chance
+            fail(f"in eval mode two calls on the same input differ for {context}", DROPOUT_IN_EVAL)
         ref = reference_twin(reference, layer, None, d_model, n_heads, d_ff, norm_first=norm_first, device="cpu",
                              dtype=torch.float64)
         assert_close(out, expected, what="nn.TransformerEncoderLayer with your weights", context=context,
@@ -536,6 +538,22 @@ def test_dropout_on_sublayer_outputs(student, device):
         context = (f"pre-norm EncoderBlock(8, 2, 16, dropout={p}) in train mode, {sublayer} made to output 1 "
                    f"everywhere and the other sub-layer 0, so output - x should be Dropout(1): 0 or {1 / (1 - p):g}")
         check_dropout_pattern(out, x, p, context)
+    # Post-norm: with both sub-layers made to output 0, Dropout(0) = 0, so even in train mode the block is
+    # norm_2(norm_1(x)). Randomness there means dropout reached the residual stream: the sum, or x itself.
+    block = build_block(student, 8, 2, 16, norm_first=False, device=device, dtype=torch.float64, dropout=p)
+    with torch.no_grad():
+        for name in ("self_attn.w_o.weight", "self_attn.w_o.bias", "ffn.linear_2.weight", "ffn.linear_2.bias"):
+            _param(block, name).zero_()
+    x = torch.randn(2, 5, 8, device=device, dtype=torch.float64)
+    norms = [(_param(block, f"norm_{i}.gamma").detach(), _param(block, f"norm_{i}.beta").detach()) for i in (1, 2)]
+    expected = F.layer_norm(F.layer_norm(x, (8,), *norms[0]), (8,), *norms[1])
+    context = (f"post-norm EncoderBlock(8, 2, 16, dropout={p}) in train mode, self_attn and ffn made to output 0, "
+               "so Dropout(0) = 0 and the block should be norm_2(norm_1(x))")
+    if is_close(_output(block(x), x, "the block"), expected):  # right in eval mode: train mode can be judged
+        out = _output(block.train()(x), x, "the block")
+        if not is_close(out, expected):
+            fail(f"the output differs from norm_2(norm_1(x)) for {context}: something on the residual path is "
+                 "dropped", DROPOUT_AFTER_RESIDUAL)
 
 
 def check_dropout_pattern(out, x, p, context):

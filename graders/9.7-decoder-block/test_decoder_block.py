@@ -58,6 +58,13 @@ TGT_MASK_IGNORED = Mistake("tgt-mask-ignored",
 SRC_MASK_IGNORED = Mistake("src-mask-ignored",
                            "the source padding mask does not reach the cross-attention: cross_attn(x, memory, "
                            "memory, src_mask), and in the Decoder pass it to every block")
+MEMORY_NORMALISED = Mistake("memory-normalised",
+                            "the memory is normalised before cross-attention (norm_2(memory)): the encoder's "
+                            "output is used as it comes, cross_attn(norm_2(x), memory, memory, src_mask); only the "
+                            "decoder's own stream goes through its norms")
+CAUSAL_DEVICE = Mistake("causal-mask-device-ignored",
+                        "causal_mask ignores its `device` argument: create the mask where it is asked for, "
+                        "torch.ones(size, size, dtype=torch.bool, device=device), so that no copy is needed on a GPU")
 MASKS_SWAPPED = Mistake("masks-swapped",
                         "src_mask and tgt_mask are swapped: the signature is forward(x, memory, src_mask=None, "
                         "tgt_mask=None); tgt_mask goes to self-attention, src_mask to cross-attention")
@@ -93,6 +100,11 @@ RESIDUAL_DROPOUT_MISSING = Mistake("residual-dropout-missing",
 DROPOUT_AFTER_RESIDUAL = Mistake("dropout-after-residual",
                                  "dropout is applied to the residual sum (Dropout(x + Sublayer(x))), which also drops "
                                  "parts of the input: drop the sub-layer's output only, x + Dropout(Sublayer(x))")
+
+# torch's first triangle on the meta device imports its shape machinery, which compiles code and changes
+# torch (torch.manual_seed among others): done now, before torch is sealed and the student's code imported, so
+# that test_causal_mask can ask for a mask on the meta device.
+torch.ones(2, 2, dtype=torch.bool, device="meta").tril()
 
 _SIZE_MISMATCH = r"must match the size of tensor|shape .* is invalid|cannot be broadcast|size mismatch"
 TORCH_LAYER_NORM = Mistake("torch-layer-norm",
@@ -230,7 +242,7 @@ def reference_twin(reference, torch_module, n_layers, d_model, n_heads, d_ff, *,
 
 
 def block_variant(ref, x, memory, self_mask, cross_mask, *, norm_first, residual=True,
-                  norms=("norm_1", "norm_2", "norm_3"), own_states=False):
+                  norms=("norm_1", "norm_2", "norm_3"), own_states=False, memory_norm=False):
     """The reference block's sub-layers wired as a (possibly mistaken) variant."""
     n1, n2, n3 = (getattr(ref, n) for n in norms)
 
@@ -241,7 +253,7 @@ def block_variant(ref, x, memory, self_mask, cross_mask, *, norm_first, residual
         return ref.self_attn(h, h, h, self_mask)
 
     def cross_attend(h):
-        kv = h if own_states else memory
+        kv = h if own_states else n2(memory) if memory_norm else memory
         return ref.cross_attn(h, kv, kv, cross_mask)
 
     if norm_first:
@@ -279,12 +291,16 @@ def _candidates(run, src_mask, tgt_mask, norm_first) -> dict:
         CROSS_ON_OWN_STATES: run(own_states=True),
         Mistake(CROSS_ON_OWN_STATES.id, CROSS_ON_OWN_STATES.explanation + " (and without a mask)"):
             run(own_states=True, cross_mask=None),
-        CAUSAL_IN_CROSS: run(cross_mask=tgt_mask),
         MASKS_SWAPPED: run(self_mask=src_mask, cross_mask=tgt_mask),
     }
-    if tgt_mask is not None:
+    if norm_first:
+        found[MEMORY_NORMALISED] = run(memory_norm=True)
+    # A mask that blocks nothing (no mask, one target position's causal mask) is the same as none: ignoring it,
+    # or using it in the wrong place, then changes nothing, so those mistakes are offered only for masks that block.
+    if tgt_mask is not None and not bool(tgt_mask.all()):
         found[TGT_MASK_IGNORED] = run(self_mask=None)
-    if src_mask is not None:
+        found[CAUSAL_IN_CROSS] = run(cross_mask=tgt_mask)
+    if src_mask is not None and not bool(src_mask.all()):
         found[SRC_MASK_IGNORED] = run(cross_mask=None)
     for order in NORM_ORDERS:
         found[Mistake(NORMS_MIXED.id, f"{NORMS_MIXED.explanation} (yours: {', '.join(order)})")] = run(norms=order)
@@ -354,6 +370,13 @@ def test_causal_mask(student, device):
     default = student.causal_mask(3)
     if not isinstance(default, torch.Tensor) or default.device.type != "cpu":
         fail(f"causal_mask(3) without a device should be on the CPU, got {describe(default)}")
+    # The meta device (shapes without storage) exists on every machine: a CPU-only grader still sees whether
+    # the mask is made where it is asked for (torch's meta kernels are loaded with the graders, above).
+    for device in (torch.device("meta"), "meta"):
+        mask = student.causal_mask(3, device=device)
+        if not isinstance(mask, torch.Tensor) or mask.device.type != "meta":
+            fail(f"causal_mask(3, device={device!r}) should create the mask on that device, got {describe(mask)}",
+                 CAUSAL_DEVICE)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -437,10 +460,15 @@ def test_any_shape_matches_torch(student, reference, data):
     layer = torch_twin(block, n_heads, norm_first=norm_first)
     expected = torch_decoder_forward(layer, x, memory, src_mask, tgt_mask, n_heads=n_heads).detach()
     if not is_close(out, expected):  # only then model the mistakes (a reference twin per example is not free)
+        if not torch.equal(out, block(x, memory, src_mask=src_mask, tgt_mask=tgt_mask)):
+            fail(f"in eval mode two calls on the same input differ for {context}", DROPOUT_IN_EVAL)
         ref = reference_twin(reference, layer, None, d_model, n_heads, d_ff, norm_first=norm_first, device="cpu",
                              dtype=torch.float64)
+        # A LayerNorm of one feature outputs its beta whatever it is given: with d_model = 1 the wiring mistakes
+        # (which states reach which norm and attention) give the same output, so none of them can be named.
+        mistakes = block_mistakes(ref, x, memory, src_mask, tgt_mask, norm_first=norm_first) if d_model > 1 else None
         assert_close(out, expected, what="nn.TransformerDecoderLayer with your weights", context=context,
-                     mistakes=block_mistakes(ref, x, memory, src_mask, tgt_mask, norm_first=norm_first))
+                     mistakes=mistakes)
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from hypothesis import Phase
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from kata.grading import Mistake, assert_close, fail
+from kata.grading import ErrorPattern, Mistake, assert_close, fail
 from kata.grading.compare import describe, is_close
 from kata.grading.properties import given, settings, st
 from kata.grading.torch_layers import (
@@ -63,6 +63,14 @@ TGT_MASK_IGNORED = Mistake("tgt-mask-ignored",
 MASKS_SWAPPED = Mistake("masks-swapped",
                         "src_mask and tgt_mask were swapped in the decoder call: Decoder.forward takes "
                         "(x, memory, src_mask, tgt_mask)")
+# Where the lengths differ, swapped masks do not even broadcast: the size error raised on the student's line
+# that hands the decoder (tgt_mask, src_mask) in that order names the mistake.
+_SIZE_MISMATCH = r"must match the size of tensor|shape .* is invalid|cannot be broadcast|Expected size for first"
+ERROR_PATTERNS = [  # one pattern per mistake: each names it once
+    ErrorPattern(MASKS_SWAPPED, message=_SIZE_MISMATCH,
+                 code=r"memory\s*,\s*tgt_mask\s*,\s*src_mask\b|\b(decode|decoder)\(.*\btgt_mask\s*,\s*src_mask\s*\)"
+                      r"|src_mask\s*=\s*tgt_mask|tgt_mask\s*=\s*src_mask"),
+]
 TGT_WITH_SRC_EMBED = Mistake("tgt-embedded-with-src-embed",
                              "the target tokens went through src_embed: use tgt_embed for tgt")
 LOG_SOFTMAX = Mistake("log-softmax-output",

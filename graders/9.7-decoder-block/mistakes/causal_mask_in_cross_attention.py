@@ -1,5 +1,6 @@
 """Planted mistake: the target's causal mask is given to cross-attention as well."""
 # expect: causal-mask-in-cross-attention
+# also: src-mask-ignored
 
 
 class DecoderBlock(DecoderBlock):

@@ -1,0 +1,11 @@
+"""Planted mistake: log-softmax over dim 1, F.cross_entropy's class dim, although the classes are last here."""
+# expect: log-softmax-wrong-dim
+
+
+def label_smoothing_loss(logits, target, smoothing=0.1, ignore_index=None):
+    log_probs = torch.log_softmax(logits, dim=1)
+    keep = torch.ones_like(target, dtype=torch.bool) if ignore_index is None else target != ignore_index
+    safe = target.masked_fill(~keep, 0)
+    nll = -log_probs.gather(-1, safe.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * nll + smoothing * -log_probs.mean(-1)
+    return torch.where(keep, per_token, torch.zeros_like(per_token)).sum() / keep.sum()
