@@ -230,7 +230,8 @@ def test_a_row_with_several_runs_says_how_many_passed():
     checks = [Check("a[cpu-float32]", "Equal [cpu-float32]", "passed", points=2.5),
               Check("a[cpu-float64]", "Equal [cpu-float64]", "failed", "differs", points=2.5),
               Check("b", "Sums to one", "passed", points=5.0)]
-    result = KataResult("9.1", str(kata.exercise), runner.FAILED, checks=checks, points=7.5, max_points=10)
+    result = KataResult("9.1", str(kata.exercise), runner.FAILED, checks=checks, points=7.5, max_points=10,
+                        complete=True)
     screen = StringIO()
     render.check_result(Console(file=screen, width=100), course, kata, result)
     out = screen.getvalue()

@@ -161,7 +161,7 @@ def _course_skeleton(course, kata, graders: Path | None, placeholder: Path) -> l
             args += ["--ro-bind", str(other.solution.parent), str(other.solution.parent)]
         else:
             args += ["--ro-bind", str(placeholder), str(other.solution)]
-        if other is kata and graders is None:
+        if other.id == kata.id and graders is None:
             args += ["--ro-bind", str(other.graders), str(other.graders)]
         else:
             args += ["--ro-bind", str(placeholder), str(other.graders / "test_placeholder.py")]
