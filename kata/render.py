@@ -475,8 +475,8 @@ def hint(console: Console, kata: Kata, tier: int, shown: list[str], keys: bool =
         console.print(Panel(Markdown(text), title=f"Hint {number} of {len(kata.hints)} · {label}",
                             border_style="cyan" if new else "dim", title_align="left"))
     if tier >= len(kata.hints):
-        console.print(f"[dim]That was the last hint: there is no next one. `kata solution {kata.id}` shows the "
-                      "reference.[/]")
+        after = "" if keys else f" `kata solution {kata.id}` shows the reference."
+        console.print(f"[dim]That was the last hint: there is no next one.{after}[/]")
     else:
         console.print(f"[dim]Press h for hint {tier + 1} of {len(kata.hints)}.[/]" if keys else
                       f"[dim]`kata hint {kata.id}` again for hint {tier + 1} of {len(kata.hints)}.[/]")

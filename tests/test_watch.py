@@ -287,6 +287,9 @@ def test_inside_watch_the_next_steps_are_keys(course_root, monkeypatch):
     session.wait_for("press h to reveal hint 1 of 3")
     session.press("h")
     session.wait_for("Press h for hint 2 of 3")
+    session.press("h")
+    session.press("h")
+    session.wait_for("That was the last hint: there is no next one.")
     screen = session.screen.getvalue()
-    assert "kata hint" not in screen and "kata next" not in screen
+    assert "kata hint" not in screen and "kata next" not in screen and "kata solution" not in screen
     session.quit()
