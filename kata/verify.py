@@ -94,7 +94,8 @@ class KataReport:
 
     def to_dict(self) -> dict:
         return {"kata": self.kata, "title": self.title, "ok": self.ok, "problems": self.problems,
-                "slowest_seconds": round(self.slowest, 3), **self.counts(), "uncovered": self.uncovered,
+                "slowest_seconds": round(self.slowest, 3), **self.counts(),
+                "diagnoses_defined": self.diagnoses, "uncovered": self.uncovered,
                 "runs": [vars(r) | {"seconds": round(r.seconds, 3)} for r in self.runs]}
 
 
