@@ -7,7 +7,7 @@ diagnosis it declares; every correct-but-different implementation (`graders/<kat
 at least four) passes with full marks; and no diagnosis fires where it should not: on an alternative,
 on the reference, or on a planted mistake that does not list it. Every run stays inside the kata's
 time budget. The grading child reports every diagnosis id its grader modules define; those with no
-planted mistake written for them (and named by it) are reported as `uncovered`.
+planted mistake written for them (and named by it) are `uncovered`, a problem.
 
 A planted mistake holds only the definitions it changes and a header naming what it must trigger:
 
@@ -215,6 +215,9 @@ def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, 
                 report.runs.append(judge(result))
                 report.diagnoses = sorted(set(report.diagnoses) | set(result.known_diagnoses))
 
+    if report.uncovered:
+        report.problems.append(f"no planted mistake is written for (and named by) the diagnoses "
+                               f"{', '.join(report.uncovered)}: each diagnosis must be shown to fire as meant")
     for run in report.runs:
         if not run.ok:
             report.problems.append(f"{run.kind} {run.name}: {run.detail}")

@@ -135,6 +135,8 @@ def test_verify_reports_diagnoses_without_a_planted_mistake(course_root):
     result = subprocess.run([sys.executable, "-m", "kata", "verify", "9.1", "--json"], capture_output=True,
                             text=True, timeout=600)
     kata = json.loads(result.stdout)["katas"][0]
+    assert result.returncode == 1 and not kata["ok"]
+    assert any(p.startswith("no planted mistake is written for") and "never-planted" in p for p in kata["problems"])
     assert {"never-planted", "only-in-a-pattern", "no-max-subtraction", "wrong-normaliser"} <= set(
         kata["diagnoses_defined"])
     assert {"never-planted", "only-in-a-pattern", "no-max-subtraction"} <= set(kata["uncovered"])
