@@ -523,8 +523,10 @@ def change(console: Console, verb: str, kata: Kata, changed: bool, backup: str |
 
 def verify_report(console: Console, reports: list, seconds: float) -> None:
     table = Table(title="kata verify", box=box.SIMPLE_HEAVY)
-    # Mistakes caught, named by their own diagnosis; false diagnoses (must be 0); alternatives passing.
-    for column in ("", "Kata", "Reference", "Stub", "Caught", "Named", "False", "Alternatives", "Slowest", "Budget"):
+    # Mistakes caught, named by their own diagnosis; false diagnoses (must be 0); alternatives passing;
+    # diagnoses with a planted mistake written for them, of all the graders define.
+    for column in ("", "Kata", "Reference", "Stub", "Caught", "Named", "False", "Alternatives", "Covered", "Slowest",
+                   "Budget"):
         table.add_column(column)
     problems: dict[str, list[str]] = defaultdict(list)
     for report, kata in reports:
@@ -542,7 +544,10 @@ def verify_report(console: Console, reports: list, seconds: float) -> None:
                       score("reference"), score("stub"), f"{counts['caught']}/{counts['mistakes']}",
                       f"{counts['named']}/{counts['mistakes']}",
                       Text(str(counts["false_diagnoses"]), style="red" if counts["false_diagnoses"] else ""),
-                      score("alternative"), f"{report.slowest:.1f} s", f"{kata.time_budget_s:g} s")
+                      score("alternative"),
+                      Text(f"{counts['covered']}/{counts['diagnoses']}",
+                           style="red" if report.uncovered else ""),
+                      f"{report.slowest:.1f} s", f"{kata.time_budget_s:g} s")
         problems[kata.id] = report.problems
     console.print(table)
     for kata_id, found in problems.items():

@@ -117,6 +117,7 @@ class KataResult:
     # Every CPU check of the kata ran (none skipped, none left out by --device): only then do the points
     # stand for the kata, and only then may a pass be recorded.
     complete: bool = False
+    known_diagnoses: list[str] = field(default_factory=list)  # every diagnosis id the kata's graders define
 
     @property
     def passed(self) -> bool:
@@ -495,6 +496,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
         if event["event"] == "import":
             result.output = event.get("output", "")
             announced = event.get("checks")
+            result.known_diagnoses = list(event.get("diagnoses") or [])
             imported = event
         elif event["event"] == "begin":
             begun[event["id"]] = event.get("title") or event["id"]

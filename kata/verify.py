@@ -6,7 +6,8 @@ every planted mistake (`graders/<kata>/mistakes/*.py`, at least three) fails and
 diagnosis it declares; every correct-but-different implementation (`graders/<kata>/alternatives/*.py`,
 at least four) passes with full marks; and no diagnosis fires where it should not: on an alternative,
 on the reference, or on a planted mistake that does not list it. Every run stays inside the kata's
-time budget.
+time budget. The grading child reports every diagnosis id its grader modules define; those with no
+planted mistake written for them (and named by it) are `uncovered`, a problem.
 
 A planted mistake holds only the definitions it changes and a header naming what it must trigger:
 
@@ -65,6 +66,7 @@ class KataReport:
     title: str
     problems: list[str] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
+    diagnoses: list[str] = field(default_factory=list)  # every diagnosis id the kata's graders define
 
     @property
     def ok(self) -> bool:
@@ -74,6 +76,12 @@ class KataReport:
     def slowest(self) -> float:
         return max((r.seconds for r in self.runs), default=0.0)
 
+    @property
+    def uncovered(self) -> list[str]:
+        """The diagnoses no planted mistake is written for and named by: never shown to fire as meant."""
+        covered = {r.expected for r in self.runs if r.kind == "mistake" and r.named}
+        return [d for d in self.diagnoses if d not in covered]
+
     def counts(self) -> dict[str, int]:
         """Mistakes caught and named by their own diagnosis, false diagnoses, alternatives passing."""
         mistakes = [r for r in self.runs if r.kind == "mistake"]
@@ -81,11 +89,13 @@ class KataReport:
         return {"mistakes": len(mistakes), "caught": sum(r.outcome != PASSED for r in mistakes),
                 "named": sum(r.named for r in mistakes),
                 "false_diagnoses": sum(len(r.false_diagnoses) for r in self.runs),
-                "alternatives": len(alternatives), "alternatives_passing": sum(r.ok for r in alternatives)}
+                "alternatives": len(alternatives), "alternatives_passing": sum(r.ok for r in alternatives),
+                "diagnoses": len(self.diagnoses), "covered": len(self.diagnoses) - len(self.uncovered)}
 
     def to_dict(self) -> dict:
         return {"kata": self.kata, "title": self.title, "ok": self.ok, "problems": self.problems,
                 "slowest_seconds": round(self.slowest, 3), **self.counts(),
+                "diagnoses_defined": self.diagnoses, "uncovered": self.uncovered,
                 "runs": [vars(r) | {"seconds": round(r.seconds, 3)} for r in self.runs]}
 
 
@@ -201,8 +211,13 @@ def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, 
             futures = [pool.submit(run_kata, course, kata, file, seed=seed, devices="all")
                        for file, _, seed in tasks]
             for (_, judge, _), future in zip(tasks, futures, strict=True):
-                report.runs.append(judge(future.result()))
+                result = future.result()
+                report.runs.append(judge(result))
+                report.diagnoses = sorted(set(report.diagnoses) | set(result.known_diagnoses))
 
+    if report.uncovered:
+        report.problems.append(f"no planted mistake is written for (and named by) the diagnoses "
+                               f"{', '.join(report.uncovered)}: each diagnosis must be shown to fire as meant")
     for run in report.runs:
         if not run.ok:
             report.problems.append(f"{run.kind} {run.name}: {run.detail}")

@@ -121,3 +121,24 @@ def test_verify_judges_alternatives_and_false_diagnoses(course_root):
     assert kata["false_diagnoses"] == 2 and kata["caught"] == kata["mistakes"]
     assert any(p.startswith("alternative last_dim_only.py: diagnosed ['wrong-dim']") for p in kata["problems"])
     assert any(p.startswith("mistake unlisted.py: false diagnoses ['wrong-normaliser']") for p in kata["problems"])
+
+
+def test_verify_reports_diagnoses_without_a_planted_mistake(course_root):
+    """Every diagnosis the graders define (at module level, inside an ErrorPattern, in a container) is known to
+    verify; one with no planted mistake written for it and named by it is reported as uncovered."""
+    graders = course_root / "graders" / "9.1-softmax"
+    with (graders / "test_softmax.py").open("a") as grader:
+        grader.write('\n\nNEVER_PLANTED = Mistake("never-planted", "a diagnosis no planted mistake is written for")\n'
+                     '_PATTERNS = {"any": (ErrorPattern(Mistake("only-in-a-pattern", "held by a pattern in a dict"), '
+                     'message="no such error"),)}\n')
+    (graders / "mistakes" / "no_max_subtraction.py").unlink()
+    result = subprocess.run([sys.executable, "-m", "kata", "verify", "9.1", "--json"], capture_output=True,
+                            text=True, timeout=600)
+    kata = json.loads(result.stdout)["katas"][0]
+    assert result.returncode == 1 and not kata["ok"]
+    assert any(p.startswith("no planted mistake is written for") and "never-planted" in p for p in kata["problems"])
+    assert {"never-planted", "only-in-a-pattern", "no-max-subtraction", "wrong-normaliser"} <= set(
+        kata["diagnoses_defined"])
+    assert {"never-planted", "only-in-a-pattern", "no-max-subtraction"} <= set(kata["uncovered"])
+    assert "wrong-normaliser" not in kata["uncovered"]
+    assert kata["covered"] == kata["diagnoses"] - len(kata["uncovered"])

@@ -200,12 +200,17 @@ def test_default_eps(student, device, dtype):
     wrong = {Mistake(WRONG_DEFAULT_EPS.id, f"{WRONG_DEFAULT_EPS.explanation} (yours behaves like eps={e:g})"):
              (lambda e=e: torch_ln(x, gamma, beta, e)) for e in (1e-6, 1e-12, 1e-8, 1e-3, 0.0)}
     context = "x of variance 1e-4, eps not given"
+    # The default is at fault only where eps=1e-5 given explicitly is right: code that ignores eps behaves
+    # like eps=0 either way, and the eps mistakes name it.
+    defaults = wrong if is_close(call_layer_norm(student, x, gamma, beta, eps=1e-5), expected) else {}
     out = call_layer_norm(student, x, gamma, beta)
     assert_close(out, expected, name="layer_norm(x, gamma, beta)", what="F.layer_norm with eps=1e-5",
-                 context=context, mistakes={**wrong, **mistakes_for(x, gamma, beta, 1e-5)})
+                 context=context, mistakes={**defaults, **mistakes_for(x, gamma, beta, 1e-5)})
+    given = make_module(student, d, device, dtype, eps=1e-5, gamma=gamma, beta=beta)
+    defaults = wrong if is_close(given(x), expected) else {}
     module = make_module(student, d, device, dtype, gamma=gamma, beta=beta)
     assert_close(module(x), expected, name=f"LayerNorm({d})(x)", what="nn.LayerNorm with eps=1e-5",
-                 context=context, mistakes={**wrong, **mistakes_for(x, gamma, beta, 1e-5)})
+                 context=context, mistakes={**defaults, **mistakes_for(x, gamma, beta, 1e-5)})
 
 
 def test_matches_nn_layer_norm(student, device, dtype):

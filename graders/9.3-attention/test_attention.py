@@ -155,8 +155,13 @@ def mistakes_for(q, k, v, mask=None, *, part=0) -> dict:
 
 # ---- calling the student's code ---------------------------------------------------------------------
 
-def call(student, q, k, v, mask=None, context=""):
-    """The student's (output, weights), after checking that a pair came back."""
+def call(student, q, k, v, mask=None, context="", *, copies=True):
+    """The student's (output, weights), after checking that a pair came back.
+
+    The student gets copies: code that changes an input in place is named by the check for that alone,
+    never judged against a reference computed from the changed input (which would name another mistake)."""
+    if copies:
+        q, k, v, mask = (None if t is None else t.clone() for t in (q, k, v, mask))
     result = student.scaled_dot_product_attention(q, k, v, mask=mask)
     if not isinstance(result, tuple | list) or len(result) != 2:
         fail("scaled_dot_product_attention should return a pair (output, weights), got "
@@ -361,7 +366,7 @@ def test_inputs_not_modified(student, device):
     q, k, v = qkv(device, torch.float32, (2,), 4, 5, 6, 3, scale=10.0)
     mask = with_one_key(torch.rand(2, 4, 5, device=device) > 0.5)
     before = [t.clone() for t in (q, k, v, mask)]
-    call(student, q, k, v, mask)
+    call(student, q, k, v, mask, copies=False)
     for name, now, then in zip(("q", "k", "v"), (q, k, v), before[:3], strict=True):
         assert_close(now, then, name=f"{name} after the call", what=f"{name} before it",
                      mistakes={MODIFIES_INPUT: now})

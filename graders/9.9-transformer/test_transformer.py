@@ -612,9 +612,17 @@ class NoRandomFill(TorchFunctionMode):
         return func(*args, **kwargs)
 
 
-def count_diagnosis(difference, vocab, d_model) -> tuple[Mistake, ...]:
-    return {vocab: (BIAS_WHEN_TIED,), vocab * d_model: (GENERATOR_NOT_TIED,),
-            vocab * d_model + vocab: (GENERATOR_NOT_TIED,)}.get(difference, ())
+def count_diagnosis(model, difference, vocab, d_model) -> tuple[Mistake, ...]:
+    """What a tied model's extra parameters say: the generator's bias, or a matrix of its own (the one that
+    is not the source embedding's). Values cannot tell a copy here: NoRandomFill leaves them unfilled."""
+    if difference == vocab:
+        return (BIAS_WHEN_TIED,)
+    if difference not in (vocab * d_model, vocab * d_model + vocab):
+        return ()
+    shared = part(model, "src_embed.embedding.weight")
+    return tuple(mistake for name, mistake in (("generator.weight", GENERATOR_NOT_TIED),
+                                               ("tgt_embed.embedding.weight", TGT_EMBED_NOT_TIED))
+                 if part(model, name) is not shared)
 
 
 def test_base_parameter_count(student):
@@ -626,14 +634,14 @@ def test_base_parameter_count(student):
         expected = expected_count(PAPER_VOCAB, PAPER_VOCAB, 512, 2048, 6, tie=tie, norm_first=False)
         assert paper is None or expected == paper, "the grader's own count is off"
         context = f"Transformer({PAPER_VOCAB}, {PAPER_VOCAB}, tie_embeddings={tie}) with the defaults"
+        difference = count - expected
+        found = count_diagnosis(model, difference, PAPER_VOCAB, 512) if tie else (
+            (NO_BIAS_UNTIED,) if difference == -PAPER_VOCAB else ())
         del model
         if count != expected:
-            difference = count - expected
             fail(f"{context} has {count:,} parameters, expected {expected:,} (12 blocks: 44,138,496; "
                  f"{'one' if tie else 'three'} {PAPER_VOCAB:,} x 512 matri{'x' if tie else 'ces'}"
-                 f"{'' if tie else ' and the generator bias'}): {difference:+,}",
-                 *(count_diagnosis(difference, PAPER_VOCAB, 512) if tie else
-                   ((NO_BIAS_UNTIED,) if difference == -PAPER_VOCAB else ())))
+                 f"{'' if tie else ' and the generator bias'}): {difference:+,}", *found)
 
 
 def test_xavier_initialisation(student):

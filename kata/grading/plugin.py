@@ -36,7 +36,7 @@ from kata import progress as _progress
 from kata.course import Kata, load_course
 from kata.grading import guard, protocol, sandbox
 from kata.grading.capture import DEFAULT_LIMIT, captured, show_warning
-from kata.grading.compare import CheckFailed
+from kata.grading.compare import CheckFailed, ErrorPattern, Mistake
 from kata.grading.guard import ForbiddenBuiltin
 
 _audit = sys.audit  # captured: the student's code rebinding sys.audit changes nothing here
@@ -172,6 +172,7 @@ def pytest_collection_modifyitems(session, config, items):
     if unavailable:
         config.hook.pytest_deselected(items=unavailable)
         items[:] = [item for item in items if item not in unavailable]
+    known = _known_diagnoses(items)
     _protect(items)
     go = config.getoption("kata_go_fd")
     if go is not None:
@@ -184,7 +185,7 @@ def pytest_collection_modifyitems(session, config, items):
     status, record = _import_student()
     if _session.student is not None:
         _no_local_constants(_session.student)
-    _session.writer.write("import", status=status, checks=len(items), **record)
+    _session.writer.write("import", status=status, checks=len(items), diagnoses=known, **record)
     if status != protocol.IMPORT_OK:
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
@@ -278,6 +279,32 @@ def _trap_discarded_examples() -> None:
         original(self, *args, **kwargs)
 
     UnsatisfiedAssumption.__init__ = __init__
+
+
+def _known_diagnoses(items) -> list[str]:
+    """Every diagnosis id the collected grader modules can give: the `Mistake`s they define (directly, in
+    an `ErrorPattern`, or in a container), read before the student's code exists in the process. A
+    diagnosis made inside a check reuses the id of one defined here, so `kata verify` can tell which
+    have no planted mistake."""
+    found: set[str] = set()
+
+    def walk(value, depth: int) -> None:
+        if isinstance(value, Mistake):
+            found.add(value.id)
+        elif isinstance(value, ErrorPattern):
+            found.add(value.mistake.id)
+        elif depth and isinstance(value, (tuple, list, set, frozenset)):
+            for item in value:
+                walk(item, depth - 1)
+        elif depth and isinstance(value, dict):
+            for key, item in value.items():
+                walk(key, depth - 1)
+                walk(item, depth - 1)
+
+    for module in {id(item.module): item.module for item in items if getattr(item, "module", None)}.values():
+        for value in vars(module).values():
+            walk(value, 3)
+    return sorted(found)
 
 
 def _import_student() -> tuple[str, dict]:

@@ -1,0 +1,9 @@
+"""Planted mistake: the smoothing argument is never used: plain cross-entropy."""
+# expect: smoothing-ignored
+
+
+def label_smoothing_loss(logits, target, smoothing=0.1, ignore_index=None):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    keep = torch.ones_like(target, dtype=torch.bool) if ignore_index is None else target != ignore_index
+    nll = -log_probs.gather(-1, target.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
+    return torch.where(keep, nll, torch.zeros_like(nll)).sum() / keep.sum()

@@ -1,0 +1,8 @@
+"""Planted mistake: the block adds its own residual, in place, into the caller's input (x += ...)."""
+# expect: modifies-input
+
+
+class FeedForward(FeedForward):
+    def forward(self, x):
+        x += self.linear_2(self.dropout(torch.relu(self.linear_1(x))))
+        return x
