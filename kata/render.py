@@ -522,11 +522,13 @@ def change(console: Console, verb: str, kata: Kata, changed: bool, backup: str |
 
 
 def verify_report(console: Console, reports: list, seconds: float) -> None:
-    table = Table(title="kata verify", box=box.SIMPLE_HEAVY)
-    # Mistakes caught, named by their own diagnosis; false diagnoses (must be 0); alternatives passing;
-    # diagnoses with a planted mistake written for them, of all the graders define.
-    for column in ("", "Kata", "Reference", "Stub", "Caught", "Named", "False", "Alternatives", "Covered", "Slowest",
-                   "Budget"):
+    # Short headers, so the table fits 80 columns; the caption says what they count.
+    table = Table(title="kata verify", box=box.SIMPLE_HEAVY, collapse_padding=True, pad_edge=False, caption=(
+        "Ref: reference passes (seeds) · Caught / Named: planted mistakes failing / named by their own diagnosis "
+        "· False: diagnoses no mistake declares (must be 0) · Alt: correct alternatives passing · Covered: "
+        "diagnoses with a planted mistake, of those the graders define · Slowest: the slowest run, beside the "
+        "kata's time budget"), caption_justify="left")
+    for column in ("", "Kata", "Ref", "Stub", "Caught", "Named", "False", "Alt", "Covered", "Slowest", "Budget"):
         table.add_column(column)
     problems: dict[str, list[str]] = defaultdict(list)
     for report, kata in reports:
@@ -540,7 +542,7 @@ def verify_report(console: Console, reports: list, seconds: float) -> None:
 
         ok = report.ok
         counts = report.counts()
-        table.add_row(Text("✓" if ok else "✗", style="green" if ok else "red"), f"{kata.id} {kata.slug}",
+        table.add_row(Text("✓" if ok else "✗", style="green" if ok else "red"), kata.id,
                       score("reference"), score("stub"), f"{counts['caught']}/{counts['mistakes']}",
                       f"{counts['named']}/{counts['mistakes']}",
                       Text(str(counts["false_diagnoses"]), style="red" if counts["false_diagnoses"] else ""),
