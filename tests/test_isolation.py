@@ -185,6 +185,8 @@ def test_a_helper_process_computing_the_forbidden_builtin_is_tampering(course, s
     ("open('/dev/shm/kata-isolation-test', 'wb').write(b'x' * 1024)", "/dev/shm"),
     ("import _posixshmem\n_posixshmem.shm_open('/kata-isolation-test', os.O_CREAT | os.O_RDWR, 0o600)",
      "shared memory"),
+    ("fd = os.memfd_create('kata')\nos.write(fd, b'x' * 1024)", "shared memory"),
+    ("import sys\ndel sys.modules['posix']\nimport posix\nposix.memfd_create('kata')", "importing posix anew"),
 ])
 def test_sockets_and_shared_memory_are_refused(course, softmax_file, attempt, word):
     body = "import os, torch\n\n\ndef softmax(x, dim=-1):\n" + "".join(

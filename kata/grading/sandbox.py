@@ -32,7 +32,7 @@ and everything it needs lives in its closure, out of reach of the student's code
   file, of `/proc`; no writing of Python files or into the installation; no processes (also through
   `_posixsubprocess.fork_exec`, which raises no audit event: it is replaced by one that asks the hook),
   no signals to other processes, no resource limits raised; no sockets; no memory mappings, /dev/shm
-  files or `_posixshmem` (shared memory, which the memory limit does not count). Attempts on hidden
+  files, `_posixshmem` or `os.memfd_create` (shared memory, which the memory limit does not count). Attempts on hidden
   files, on other processes and on the results are reported as tampering; the others just fail with a
   `TamperError`.
 
@@ -235,7 +235,7 @@ _CHANNELS = frozenset({"socket.__new__", "socket.connect", "socket.bind", "socke
                        "socket.getaddrinfo", "socket.gethostbyname", "socket.socketpair", "mmap.__new__"})
 # Native modules whose entry points raise no audit event: the sandbox wraps the ones loaded, and a fresh
 # import of them (after deleting them from sys.modules) is refused while the student's code runs.
-_UNAUDITED_MODULES = frozenset({"_posixsubprocess", "_posixshmem"})
+_UNAUDITED_MODULES = frozenset({"_posixsubprocess", "_posixshmem", "posix"})
 _SHARED_MEMORY_DIRS = ("/dev/shm/", "/run/shm/")
 _WATCHED = (_INTROSPECTION | _PROCESSES | _PATH_WRITES | _LISTINGS | _SEALED_ATTRIBUTE_EVENTS | _CHANNELS
             | frozenset({"open", "os.open", "compile", "exec", "import"}))
@@ -308,13 +308,19 @@ def install(*, key: bytes | None, fd: int) -> None:
                 for name, value in list(namespace.items()):
                     if value is fork_exec:
                         namespace[name] = _fork_exec
-    # `_posixshmem.shm_open` makes /dev/shm files without an audit event: no caller needs it here.
+    # `_posixshmem.shm_open` makes /dev/shm files and `os.memfd_create` anonymous memory files, both shared
+    # memory without an audit event: no caller needs them here.
     try:
         import _posixshmem
 
         _posixshmem.shm_open = _shm_open
     except ImportError:
         pass
+    memfd_create = getattr(os, "memfd_create", None)
+    if memfd_create is not None:
+        for module in list(sys.modules.values()):
+            if isinstance(module, types.ModuleType) and module.__dict__.get("memfd_create") is memfd_create:
+                module.memfd_create = _shm_open
     # Threads start through the hook, which holds the only reference to the real function: code the
     # student's code starts would run with none of its frames on the stack.
     for module in (_thread, sys.modules.get("threading")):
