@@ -471,10 +471,11 @@ def doctor_rows() -> list[tuple[str, str, bool]]:
         rows.append(("progress file", f"{path}" + ("" if path.exists() else " (not created yet)"), True))
     except CourseError as exc:
         rows.append(("course", exc.problems[0], False))
-    from kata.grading import isolation
+    from kata.grading import cgroup, isolation
 
     support = isolation.probe()
     rows.append(("isolation (kata grade)", support.describe(), True))  # students' laptops need none
+    rows.append(("memory limit (kata grade)", cgroup.probe().describe(), True))
     for module in ("pytest", "hypothesis", "rich", "click", "nbgrader"):
         try:
             from importlib.metadata import version

@@ -222,7 +222,7 @@ def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprin
     anything the student's files do; `runner.Cancelled` when `cancel` is set."""
     fingerprint = fingerprint or graders_fingerprint(kata)
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    sandbox = isolation.probe().describe() if isolate else UNSAFE
+    sandbox = isolation.described() if isolate else UNSAFE
     path = submission.locate(course).get(kata.id)
     if submission.problem:
         return KataGrade(submission.student, kata.id, UNREADABLE, 0.0, kata.points, submission.problem,
@@ -485,7 +485,7 @@ def grade_class(course: Course, submissions: list[Submission], katas: list[Kata]
         previous, unreadable = journal.load()
         fingerprints = {k.id: graders_fingerprint(k) for k in katas}
         state = ClassGrades(katas, submissions, {}, unreadable_lines=unreadable, shard=shard,
-                            isolation=support.describe() if isolate else UNSAFE)
+                            isolation=isolation.described() if isolate else UNSAFE)
         todo: list[tuple[Kata, Submission]] = []
         for submission in submissions:
             files = submission.locate(course)

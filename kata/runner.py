@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from kata.course import Course, Kata
-from kata.grading import isolation, protocol
+from kata.grading import cgroup, isolation, protocol
 from kata.grading.limits import MEMORY_EXIT_CODE
 from kata.grading.scan import scan
 
@@ -272,7 +272,9 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
         run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
                    on_event=on_event)
         return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
-    with tempfile.TemporaryDirectory(prefix="kata-unit-") as private:
+    memory = kata.memory_mb if memory_mb is None else memory_mb
+    place = cgroup.probe().place
+    with tempfile.TemporaryDirectory(prefix="kata-unit-") as private, contextlib.ExitStack() as stack:
         copy = Path(private) / "submission" / path.name
         copy.parent.mkdir()
         copy.write_bytes(path.read_bytes())
@@ -280,8 +282,12 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
         placeholder.touch()
         inside = Path(isolation.SUBMISSION_DIR) / path.name
         wrapper = isolation.command(course, kata, copy.parent, graders=graders, placeholder=placeholder)
-        run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
-                   on_event=on_event, wrapper=wrapper)
+        group = None
+        if place is not None:  # a limit that counts shared memory too (`kata.grading.cgroup`)
+            group = stack.enter_context(cgroup.unit(place, cgroup.limit_bytes(memory, isolation.TMPFS_MB)))
+            wrapper = [*group.enter(), *wrapper]
+        run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory, graders=graders,
+                   on_event=on_event, wrapper=wrapper, memory_group=group)
         result = run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
     result.file = str(path)
     for frame in result.frames + [f for c in result.checks for f in c.frames]:
@@ -295,9 +301,10 @@ class _Run:
 
     def __init__(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, memory_mb: int | None,
                  graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None,
-                 wrapper: list[str] | None = None):
+                 wrapper: list[str] | None = None, memory_group: cgroup.UnitGroup | None = None):
         self.kata, self.path = kata, path
         self.isolated = wrapper is not None
+        self.memory_group = memory_group
         self.memory = kata.memory_mb if memory_mb is None else memory_mb
         self.key = secrets.token_bytes(32)
         key_read, key_write = os.pipe()
@@ -394,6 +401,8 @@ class _Run:
         returncode = self.child.returncode
         if self.isolated and 128 < returncode < 128 + 65:
             returncode = 128 - returncode  # bwrap's status for a child killed by a signal: 128 + the signal
+        if self.memory_group is not None and self.memory_group.oom_killed():
+            returncode = MEMORY_EXIT_CODE  # the kernel ended the unit at its cgroup's limit
         result = _interpret(self.kata, self.path, stream, returncode, timed_out, budget, self.log.text())
         result.memory_mb = self.memory
         result.seconds = time.perf_counter() - started

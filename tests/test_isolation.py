@@ -20,7 +20,7 @@ import time
 import pytest
 
 from kata import runner
-from kata.grading import isolation
+from kata.grading import cgroup, isolation
 from tests.conftest import CORRECT_SOFTMAX, REPO
 from tests.test_cli import kata_exe
 
@@ -207,14 +207,17 @@ def test_a_correct_file_passes_with_sockets_and_processes_refused(course, softma
 # The operating-system wall (bubblewrap), on its own: no guard inside, so what it stops is what it stops.
 
 
-def _sandboxed(course, script: str, tmp_path) -> subprocess.CompletedProcess:
-    """Run a plain Python script in the sandbox a graded unit of kata 9.1 gets (no in-process guard)."""
+def _sandboxed(course, script: str, tmp_path, group: cgroup.UnitGroup | None = None) -> subprocess.CompletedProcess:
+    """Run a plain Python script in the sandbox a graded unit of kata 9.1 gets (no in-process guard),
+    in the memory cgroup `group` if one is given."""
     submission = tmp_path / "submission"
     submission.mkdir(exist_ok=True)
     (submission / "script.py").write_text(script)
     placeholder = tmp_path / "placeholder"
     placeholder.touch()
     wrapper = isolation.command(course, course.find("9.1"), submission, placeholder=placeholder)
+    if group is not None:
+        wrapper = [*group.enter(), *wrapper]
     return subprocess.run([*wrapper, sys.executable, "/submission/script.py"], capture_output=True, text=True,
                           timeout=120, env=isolation.environment(dict(os.environ)))
 
@@ -272,6 +275,82 @@ def test_a_unit_sees_no_network_no_course_no_home_and_little_shared_memory(cours
     assert done.stdout.splitlines() == ["network: refused", "exercise: ''", "git: False tests: False",
                                         "home: False", "later solution: ''", "shm: full"]
     assert not os.path.exists("/dev/shm/big")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The memory cgroup of a graded unit: a limit that counts shared memory
+
+
+def _memory_cgroup() -> cgroup.Place:
+    """Where this machine makes units' cgroups. As root on Linux there is one (CI runs as root); a user
+    without a delegated cgroup has none, and `kata doctor` says so (tested below)."""
+    if os.geteuid() != 0:
+        pytest.skip("memory cgroups for graded units need root or a delegated cgroup (CI runs as root)")
+    support = cgroup.probe()
+    assert support.available, support.problem
+    return support.place
+
+
+# Anonymous shared memory, as native code could make it past the in-process guard: RLIMIT_DATA does not
+# count it. MB (environment) megabytes are written, 64 at a time.
+SHARED_MEMORY_SCRIPT = ("import os\n"
+                        "fd = os.memfd_create('kata-unit')\n"
+                        "for _ in range(int(os.environ['MB']) // 64):\n"
+                        "    os.write(fd, b'x' * (64 << 20))\n"
+                        "print('written', flush=True)\n")
+
+
+@pytest.mark.parametrize("megabytes, killed", [(128, False), (1024, True)])
+def test_shared_memory_counts_against_a_units_cgroup(course, tmp_path, monkeypatch, megabytes, killed):
+    place = _memory_cgroup()
+    monkeypatch.setitem(os.environ, "MB", str(megabytes))
+    monkeypatch.setattr(isolation, "_ENVIRONMENT", (*isolation._ENVIRONMENT, "MB"))
+    with cgroup.unit(place, 384 << 20) as group:
+        done = _sandboxed(course, SHARED_MEMORY_SCRIPT, tmp_path, group)
+        assert (done.returncode != 0, group.oom_killed()) == (killed, killed), (done.returncode, done.stderr)
+        assert (done.stdout == "written\n") is not killed
+        assert group.path.is_dir()
+    assert not group.path.exists()  # removed with the unit
+
+
+def test_a_unit_past_its_cgroup_limit_is_over_the_memory_limit(course, softmax_file, monkeypatch):
+    # Grading, as `kata grade` does it, with the cgroup's limit below what importing torch takes: the kernel
+    # ends the unit, and the result says the kata's memory limit, not a crash.
+    _memory_cgroup()
+    monkeypatch.setattr(cgroup, "limit_bytes", lambda memory_mb, tmpfs_mb: 96 << 20)
+    result = runner.run_kata(course, course.find("9.1"), softmax_file(CORRECT_SOFTMAX), isolate=True,
+                             timeout=TIMEOUT)
+    assert (result.outcome, result.points, result.exit_code) == (runner.MEMORY, 0, 4), result.message
+    assert result.message.startswith("used more memory than the kata's limit")
+    # With the real limit the same file passes in the same cgroup mechanism.
+    monkeypatch.undo()
+    passed = runner.run_kata(course, course.find("9.1"), softmax_file(CORRECT_SOFTMAX), isolate=True,
+                             timeout=TIMEOUT)
+    assert passed.outcome == runner.PASSED, passed.message
+
+
+V1_MOUNTS = ("35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+             "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n")
+V2_MOUNTS = "30 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
+
+
+@pytest.mark.parametrize("proc_cgroup, mountinfo, expected", [
+    # Hybrid (Debian 10, containers of this kind): v2 holds no controller here, so v1 is tried last.
+    ("4:memory:/process_api/e09f\n1:cpu:/\n0::/\n", V1_MOUNTS,
+     [(2, "/sys/fs/cgroup/unified", True), (1, "/sys/fs/cgroup/memory/process_api/e09f", False)]),
+    # cgroup v2 (Ubuntu, Fedora): beside the own cgroup, then inside it when it is delegated.
+    ("0::/user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope\n", V2_MOUNTS,
+     [(2, "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice", False),
+      (2, "/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/run-r1.scope", True)]),
+    # A container whose cgroup mount shows only its own subtree.
+    ("0::/kubepods/pod1/c1\n", "30 23 0:26 /kubepods/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n",
+     [(2, "/sys/fs/cgroup", False), (2, "/sys/fs/cgroup/c1", True)]),
+    # No cgroup file system mounted.
+    ("0::/\n", "22 1 0:21 / /proc rw - proc proc rw\n", []),
+])
+def test_where_units_cgroups_can_go(proc_cgroup, mountinfo, expected):
+    found = cgroup.candidates(proc_cgroup, mountinfo)
+    assert [(p.version, str(p.parent), p.move_self) for p in found] == expected
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -335,6 +414,12 @@ def forgers(course_root, folder, out, home) -> dict[str, str]:
         "shm": ATTEMPTS + "def softmax(x, dim=-1):\n"
                           "    with open('/dev/shm/kata-forger', 'wb') as f:\n"
                           "        f.truncate(5 << 30)\n" + NOTHING,
+        # 8: anonymous shared memory past the memory limit (the guard refuses memfd_create; a cgroup
+        # counts whatever native code makes)
+        "memfd": ATTEMPTS + "def softmax(x, dim=-1):\n"
+                            "    fd = os.memfd_create('kata-forger')\n"
+                            "    for _ in range(80):\n"
+                            "        os.write(fd, b'x' * (64 << 20))\n" + NOTHING,
     }
 
 
@@ -392,11 +477,13 @@ def test_a_class_of_forgers_gets_zero_beside_full_marks(tmp_path):
                 "hardlinker": ("passed", 10), "helper": ("tampered", 0), "doublefork": ("exception", 0),
                 "socket": ("failed", 0), "journal": ("not-implemented", 0), "writer": ("tampered", 0),
                 "reader": ("not-implemented", 0), "ref-reader": ("tampered", 0), "shm": ("tampered", 0),
+                "memfd": ("failed", 0),
                 "linker": ("not-a-regular-file", 0), "copier": ("not-a-regular-file", 0),
                 "folder-linker": ("not-a-regular-file", 0), "whole-linker": ("unreadable", 0)}
     assert {s: (g["outcome"], g["points"]) for s, g in grades.items()} == expected
     assert "symbolic link" in grades["linker"]["message"] and "symbolic link" in grades["whole-linker"]["message"]
     assert all(g["isolation"].startswith("bubblewrap") for g in grades.values())
+    assert all(g["isolation"].endswith("; a memory cgroup per unit") for g in grades.values()) or os.geteuid() != 0
     with open(out / "checks.csv", newline="") as f:
         tampered = [row for row in csv.DictReader(f) if row["student"] in ("helper", "shm")]
     assert tampered and all(row["points"] == "0" for row in tampered)
@@ -482,11 +569,16 @@ def test_kata_doctor_says_which_isolation_there_is(tmp_path):
     (restricted / "bwrap").write_text('#!/bin/sh\n[ "$1" = --version ] && echo "bubblewrap 0.9.0" && exit 0\n'
                                       'echo "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
     (restricted / "bwrap").chmod(0o755)
-    rows = {}
+    rows, memory = {}, {}
     for label, path in (("here", env["PATH"]), ("without bwrap", str(tmp_path)), ("restricted", str(restricted))):
         done = subprocess.run([kata_exe(), "doctor", "--json"], capture_output=True, text=True, timeout=300,
                               env={**env, "PATH": path})
-        rows[label] = {c["name"]: c["value"] for c in json.loads(done.stdout)["checks"]}["isolation (kata grade)"]
+        checks = {c["name"]: c["value"] for c in json.loads(done.stdout)["checks"]}
+        rows[label], memory[label] = checks["isolation (kata grade)"], checks["memory limit (kata grade)"]
+    if os.geteuid() == 0:  # CI: root has memory cgroups for graded units
+        assert memory["here"].startswith("a memory cgroup (v") and "shared memory counts" in memory["here"]
+    else:
+        assert "systemd-run --user --scope -p Delegate=yes" in memory["here"]
     assert rows["here"].startswith("bubblewrap ") and "PID and network namespaces" in rows["here"]
     assert "not installed" in rows["without bwrap"] and "apt-get install bubblewrap" in rows["without bwrap"]
     assert "uid map: Permission denied" in rows["restricted"]

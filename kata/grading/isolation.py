@@ -36,6 +36,7 @@ from pathlib import Path
 SUBMISSION_DIR = "/submission"  # where the student's private copy appears inside the sandbox
 TMP_MB = 256  # the private /tmp
 SHM_MB = 64  # the private /dev/shm (torch on the CPU needs none; processes that would share it are refused)
+TMPFS_MB = TMP_MB + SHM_MB  # memory the unit's files can hold, beside its own
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf",
                  "/etc/passwd", "/etc/group")
@@ -85,6 +86,16 @@ def probe() -> Support:
         why = (trial.stderr.strip().splitlines() or ["no message"])[-1]
         return Support(tool, version, f"{tool} cannot make a sandbox here ({why}): {ENABLE_USER_NAMESPACES}")
     return Support(tool, version)
+
+
+def described() -> str:
+    """What the reports say of a graded unit's isolation: the sandbox, and whether its memory limit counts
+    shared memory (`kata.grading.cgroup`)."""
+    from kata.grading import cgroup
+
+    memory = ("a memory cgroup per unit" if cgroup.probe().available
+              else "no memory cgroup (shared memory bounded by the sandbox's /tmp and /dev/shm only)")
+    return f"{probe().describe()}; {memory}"
 
 
 def environment(env: dict[str, str]) -> dict[str, str]:
