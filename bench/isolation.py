@@ -1,9 +1,9 @@
-"""What the bubblewrap sandbox of `kata grade` costs per graded unit, side by side with the same unit
-graded without it, in the same run.
+"""What the bubblewrap sandbox of `kata grade` and its memory cgroup cost per graded unit, side by side
+with the same unit graded without them, in the same run.
 
 Grades the reference solution of kata 9.1 (every check runs to the end) through `kata.runner.run_kata`,
-alternately isolated (`isolate=True`, as `kata grade` does) and not (as `kata check` does), so both see
-the same machine load.
+in turn: not isolated (as `kata check` does), in bubblewrap alone, and in bubblewrap inside a memory
+cgroup of its own (as `kata grade` does where it can make one), so all see the same machine load.
 
     python bench/isolation.py [--rounds 7]
 """
@@ -17,13 +17,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from kata import runner  # noqa: E402  (after the path: the bench runs from a clone)
 from kata.course import load_course  # noqa: E402
-from kata.grading import isolation  # noqa: E402
+from kata.grading import cgroup, isolation  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -36,27 +37,32 @@ def main(argv: list[str] | None = None) -> None:
         return
     course = load_course(REPO)
     kata = course.find("9.1")
+    no_cgroup = cgroup.Support(None, "switched off for the comparison")
+    modes = {"in-process guard only (kata check)": (False, no_cgroup),
+             f"in {support.describe().split(':')[0]}": (True, no_cgroup)}
+    if cgroup.probe().available:
+        modes[f"the same + memory cgroup v{cgroup.probe().place.version} (kata grade)"] = (True, cgroup.probe())
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["KATA_PROGRESS"] = str(Path(tmp) / "progress.json")
         solution = Path(tmp) / "9.1-softmax.py"
         solution.write_bytes(kata.solution.read_bytes())
-        times: dict[bool, list[float]] = {False: [], True: []}
-        for isolate in (False, True):  # warm the file cache for both
-            runner.run_kata(course, kata, solution, isolate=isolate)
-        for _ in range(args.rounds):
-            for isolate in (False, True):
-                started = time.perf_counter()
-                result = runner.run_kata(course, kata, solution, isolate=isolate)
-                times[isolate].append(time.perf_counter() - started)
-                assert result.passed, (isolate, result.outcome, result.message)
-    plain, boxed = statistics.median(times[False]), statistics.median(times[True])
-    print(f"{'grading of kata 9.1 (reference)':<40}{'median s':>10}{'min s':>8}{'max s':>8}   "
+        times: dict[str, list[float]] = {label: [] for label in modes}
+        for round_ in range(args.rounds + 1):  # round 0 warms the file cache for every mode
+            for label, (isolate, memory) in modes.items():
+                with mock.patch.object(cgroup, "probe", lambda memory=memory: memory):
+                    started = time.perf_counter()
+                    result = runner.run_kata(course, kata, solution, isolate=isolate)
+                    if round_:
+                        times[label].append(time.perf_counter() - started)
+                assert result.passed, (label, result.outcome, result.message)
+    print(f"{'grading of kata 9.1 (reference)':<48}{'median s':>10}{'min s':>8}{'max s':>8}   "
           f"(n={args.rounds}, interleaved)")
-    for label, runs, median in (("in-process guard only (kata check)", times[False], plain),
-                                (f"in {support.describe().split(':')[0]} (kata grade)", times[True], boxed)):
-        print(f"{label:<40}{median:>10.2f}{min(runs):>8.2f}{max(runs):>8.2f}")
-    print(f"sandbox overhead: {boxed - plain:+.2f} s per unit (ratio of medians {boxed / plain:.2f})")
-
+    medians = {label: statistics.median(runs) for label, runs in times.items()}
+    for label, runs in times.items():
+        print(f"{label:<48}{medians[label]:>10.2f}{min(runs):>8.2f}{max(runs):>8.2f}")
+    plain = next(iter(medians.values()))
+    for label, median in list(medians.items())[1:]:
+        print(f"{label}: {median - plain:+.2f} s per unit against the first (ratio of medians {median / plain:.2f})")
 
 if __name__ == "__main__":
     main()
