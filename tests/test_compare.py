@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kata.grading import CheckFailed, ErrorPattern, Mistake, assert_close
-from kata.grading.compare import assert_finite, is_close, tolerance
-from kata.grading.gradients import gradcheck
 from kata.grading.scan import scan
+from kata.toolkit import CheckFailed, ErrorPattern, Mistake, assert_close
+from kata.toolkit.compare import assert_finite, is_close, tolerance
+from kata.toolkit.gradients import gradcheck
 
 ROUNDING = Mistake("rounding", "you rounded")
 

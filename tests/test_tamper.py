@@ -106,7 +106,7 @@ def test_comparisons_do_not_use_what_student_code_can_replace(monkeypatch):
     """In-process: the verdict of assert_close survives torch's comparison functions being replaced."""
     import torch
 
-    from kata.grading.compare import CheckFailed, assert_close, is_close
+    from kata.toolkit.compare import CheckFailed, assert_close, is_close
 
     actual, expected = torch.zeros(3), torch.ones(3)
     for name, fake in (("allclose", lambda *a, **k: True), ("equal", lambda *a, **k: True),
@@ -130,7 +130,7 @@ def test_comparisons_do_not_use_what_student_code_can_replace(monkeypatch):
 def test_changing_the_defaults_of_a_graders_function_is_tampering(course, softmax_file, how):
     # The standard library may set a function's defaults on the student's behalf (a NamedTuple's), but
     # never on one the graders use, directly or through a library helper.
-    path = softmax_file("import collections, functools, torch\nfrom kata.grading import compare\n\n"
+    path = softmax_file("import collections, functools, torch\nfrom kata.toolkit import compare\n\n"
                         "def loose(actual, expected, *, name='output', what='', context='', rtol=1e9, atol=1e9,\n"
                         "          mistakes=None, check_dtype=False, check_device=False):\n    pass\n\n"
                         f"{how}\n\n"

@@ -6,10 +6,10 @@ Hidden from students: they see each check's title and message, never this file.
 import pytest
 import torch
 
-from kata.grading import ErrorPattern, Mistake, assert_close, fail
-from kata.grading.compare import assert_finite, describe, matching_mistakes, tolerance
-from kata.grading.gradients import gradcheck
-from kata.grading.properties import given, st, tensors
+from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.compare import assert_finite, describe, matching_mistakes, tolerance
+from kata.toolkit.gradients import gradcheck
+from kata.toolkit.properties import given, st, tensors
 
 NO_MAX = Mistake("no-max-subtraction",
                  "exp() overflowed: subtract the maximum along `dim` before exponentiating "

@@ -24,9 +24,9 @@ import torch
 import torch.nn.functional as F
 
 from kata import copy_task
-from kata.grading import CheckFailed, ErrorPattern, Mistake, assert_close, fail
-from kata.grading.compare import describe, matching_mistakes
-from kata.grading.properties import given, st
+from kata.toolkit import CheckFailed, ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.compare import describe, matching_mistakes
+from kata.toolkit.properties import given, st
 
 PAD, BOS, EOS = copy_task.PAD_ID, copy_task.BOS_ID, copy_task.EOS_ID
 

@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.grading import ErrorPattern, Mistake, assert_close, fail
-from kata.grading.compare import CheckFailed, describe, is_close
-from kata.grading.gradients import gradcheck
-from kata.grading.properties import given, st, tensors
+from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.compare import CheckFailed, describe, is_close
+from kata.toolkit.gradients import gradcheck
+from kata.toolkit.properties import given, st, tensors
 
 UNBIASED = Mistake("unbiased-variance",
                    "the variance divides by d - 1 (the unbiased estimate, the default of x.var() and x.std()): "

@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.grading import ErrorPattern, Mistake, assert_close, fail
-from kata.grading.compare import describe
-from kata.grading.gradients import gradcheck
-from kata.grading.properties import given, st
+from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.compare import describe
+from kata.toolkit.gradients import gradcheck
+from kata.toolkit.properties import given, st
 
 # ---- classic mistakes ----------------------------------------------------------------------------
 

@@ -16,9 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.grading import Mistake, assert_close, fail
-from kata.grading.compare import describe
-from kata.grading.properties import given, st
+from kata.toolkit import Mistake, assert_close, fail
+from kata.toolkit.compare import describe
+from kata.toolkit.properties import given, st
 
 # ---- classic mistakes ----------------------------------------------------------------------------
 

@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.grading import Mistake, assert_close, fail
-from kata.grading.compare import describe, is_close
-from kata.grading.gradients import gradcheck
-from kata.grading.properties import given, shapes, st, tensors
+from kata.toolkit import Mistake, assert_close, fail
+from kata.toolkit.compare import describe, is_close
+from kata.toolkit.gradients import gradcheck
+from kata.toolkit.properties import given, shapes, st, tensors
 
 ACT_MISSING = Mistake("activation-missing",
                       "there is no ReLU between the two linear layers: without a non-linearity they collapse into "

@@ -5,7 +5,7 @@ Hidden from students: they see each check's title and message, never this file.
 The student's modules are built, every parameter is set to reproducible random values (so that two
 norms or two projections swapped by mistake give different outputs), and the same weights are loaded
 into PyTorch's nn.TransformerEncoderLayer / nn.TransformerEncoder (strict=True, through
-kata.grading.torch_layers) and into this kata's reference solution, whose sub-modules also model the
+kata.toolkit.torch_layers) and into this kata's reference solution, whose sub-modules also model the
 classic mistakes for diagnosis.
 """
 
@@ -16,11 +16,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.grading import ErrorPattern, Mistake, assert_close, fail
-from kata.grading.compare import assert_finite, describe, is_close
-from kata.grading.gradients import gradcheck
-from kata.grading.properties import given, st
-from kata.grading.torch_layers import (
+from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.compare import assert_finite, describe, is_close
+from kata.toolkit.gradients import gradcheck
+from kata.toolkit.properties import given, st
+from kata.toolkit.torch_layers import (
     WeightMappingError,
     count_parameters,
     encoder_block_size,

@@ -3,7 +3,7 @@
 Hidden from students: they see each check's title and message, never this file.
 
 The student's modules get reproducible random weights, which are loaded into PyTorch's
-nn.TransformerDecoderLayer / nn.TransformerDecoder (strict=True, through kata.grading.torch_layers) and
+nn.TransformerDecoderLayer / nn.TransformerDecoder (strict=True, through kata.toolkit.torch_layers) and
 into this kata's reference solution, whose sub-modules also model the classic mistakes for diagnosis.
 Comparisons with PyTorch use masks built here, so that a wrong causal_mask costs points in its own
 checks; the causality checks use the student's causal_mask end to end.
@@ -16,11 +16,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.grading import ErrorPattern, Mistake, assert_close, fail
-from kata.grading.compare import assert_finite, describe, is_close, matching_mistakes
-from kata.grading.gradients import gradcheck
-from kata.grading.properties import given, st
-from kata.grading.torch_layers import (
+from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.compare import assert_finite, describe, is_close, matching_mistakes
+from kata.toolkit.gradients import gradcheck
+from kata.toolkit.properties import given, st
+from kata.toolkit.torch_layers import (
     WeightMappingError,
     count_parameters,
     decoder_block_size,

@@ -15,9 +15,9 @@ import math
 import pytest
 import torch
 
-from kata.grading import Mistake, assert_close, fail
-from kata.grading.compare import describe, is_close
-from kata.grading.properties import given, st
+from kata.toolkit import Mistake, assert_close, fail
+from kata.toolkit.compare import describe, is_close
+from kata.toolkit.properties import given, st
 
 # Small tensors: torch's intra-op threads cost more CPU in synchronisation than they save. One thread, for
 # this grading process only.

@@ -3,7 +3,7 @@
 Hidden from students: they see each check's title and message, never this file.
 
 The truth is assembled from PyTorch's own pieces holding the student's weights
-(kata.grading.torch_layers): nn.TransformerEncoder / nn.TransformerDecoder (eval, dropout 0,
+(kata.toolkit.torch_layers): nn.TransformerEncoder / nn.TransformerDecoder (eval, dropout 0,
 batch_first, the same norm_first, eps 1e-5, nested tensors off, a final LayerNorm exactly when
 norm_first: the paper's post-norm stack has none), plus F.embedding * sqrt(d_model), the model's own
 `pe` buffer and F.linear for the generator. The positional table is read from the model (kata 9.8
@@ -24,10 +24,10 @@ from hypothesis import Phase
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from kata.grading import ErrorPattern, Mistake, assert_close, fail
-from kata.grading.compare import describe, is_close
-from kata.grading.properties import given, settings, st
-from kata.grading.torch_layers import (
+from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.compare import describe, is_close
+from kata.toolkit.properties import given, settings, st
+from kata.toolkit.torch_layers import (
     WeightMappingError,
     decoder_block_size,
     encoder_block_size,

@@ -1,21 +1,10 @@
-"""What runs inside the grading child process, and the toolkit grader authors use.
+"""The grading engine: what runs in the sealed grading child process, and what isolates it.
 
-Graders are ordinary pytest files in `graders/<id>-<slug>/`. They receive the student's module as the
-`student` fixture and the reference solution as `reference`, compare with `assert_close` (which
-writes tensor-aware failure messages and recognises planted classic mistakes), and name checks with
-their docstring's first line. `kata.grading.plugin` turns each check into a structured result.
+The child (`child`) runs pytest over a kata's graders with the plugin (`plugin`), which turns each check
+into a structured, signed result (`protocol`); the sandbox (`sandbox`, `guard`, `scan`, `capture`,
+`limits`) keeps the student's code from changing the verdict, and `isolation` and `cgroup` put graded
+units of `kata grade` in an operating-system sandbox. What a check's failure is lives in `failure`.
 
-The toolkit's names are loaded on first use: the `kata` command imports `kata.grading.protocol` and
-`kata.grading.scan` without paying for `import torch`.
+Grader authors write against the toolkit, `kata.toolkit`, not against this package. The `kata` command
+imports `protocol` and `scan` without paying for `import torch`.
 """
-
-_TOOLKIT = ("CheckFailed", "ErrorPattern", "Mistake", "assert_close", "fail", "tolerance")
-__all__ = list(_TOOLKIT)
-
-
-def __getattr__(name: str):
-    if name in _TOOLKIT:
-        from kata.grading import compare
-
-        return getattr(compare, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

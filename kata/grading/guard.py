@@ -85,7 +85,7 @@ _who = _Who()
 
 def offender(frame, *, through_kata: bool = False) -> tuple[str, int] | None:
     """(file, line) of the student's code responsible for a call made from `frame`, if it is theirs
-    (`through_kata`: also through this toolkit's frames, the forbidden-built-in mode's, say)."""
+    (`through_kata`: also through kata's own frames, the forbidden-built-in mode's, say)."""
     return _who.offender(frame, (_KATA_DIR,) if through_kata else ())
 
 

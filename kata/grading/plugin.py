@@ -36,7 +36,7 @@ from kata import progress as _progress
 from kata.course import Kata, load_course
 from kata.grading import guard, protocol, sandbox
 from kata.grading.capture import DEFAULT_LIMIT, captured, show_warning
-from kata.grading.compare import CheckFailed, ErrorPattern, Mistake
+from kata.grading.failure import CheckFailed, ErrorPattern, Mistake
 from kata.grading.guard import ForbiddenBuiltin
 
 _audit = sys.audit  # captured: the student's code rebinding sys.audit changes nothing here

@@ -13,7 +13,7 @@ and everything it needs lives in its closure, out of reach of the student's code
   `sys.audit("kata.result", ...)`; the hook serialises them itself, with C functions it captured.
 - **The seal.** Before the student's module is imported, the hook records the identity of every
   function, class and module bound in every loaded module and class (torch, pytest, pluggy,
-  hypothesis, the graders, this toolkit, builtins, ...; the toolkit's and graders' data too). A
+  hypothesis, the graders, kata and its toolkit, builtins, ...; kata's and the graders' data too). A
   core part of it (what graders and the plugin use to reach a verdict) is verified whenever grading
   code calls into the student's code, whenever the student's code returns to it, and before each
   result is written; all of it when the session ends. Any difference is tampering: the parent then

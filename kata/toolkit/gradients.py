@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from kata.grading.compare import _index, fail
+from kata.toolkit.compare import _index, fail
 
 
 def _flat_output(fn: Callable, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
