@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.common import check_inputs_unchanged, check_output_like
 from kata.toolkit.compare import assert_finite, describe, matching_mistakes, tolerance
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st, tensors
@@ -26,9 +27,6 @@ MAX_WRONG_DIM = Mistake("max-wrong-dim",
                         "the maximum is taken along another dimension than the sum: subtracting a constant "
                         "leaves softmax unchanged only if it is the same for the whole slice along `dim`, so "
                         "take the maximum along `dim` too (keepdim=True)")
-MODIFIES_INPUT = Mistake("modifies-input",
-                         "the input tensor was changed in place (an in-place op such as x.sub_() or x -= m): "
-                         "compute a new tensor instead")
 
 ERROR_PATTERNS = [
     ErrorPattern(SUM_WITHOUT_KEEPDIM, message=r"must match the size of tensor",
@@ -174,20 +172,13 @@ def test_gradients_match_torch(student, device, dtype):
 def test_input_not_modified(student, device):
     """The input is left unchanged"""
     x = torch.randn(4, 6, device=device) * 10
-    before = x.clone()
-    student.softmax(x, dim=-1)
-    assert_close(x, before, name="the input after the call", what="the input before it",
-                 mistakes={MODIFIES_INPUT: x})
+    check_inputs_unchanged(lambda: student.softmax(x, dim=-1), {"the input": x})
 
 
 def test_keeps_dtype_and_device(student, device, dtype):
     """The output keeps the input's dtype and device"""
     x = torch.randn(2, 3, device=device, dtype=dtype)
-    out = student.softmax(x, dim=-1)
-    if not isinstance(out, torch.Tensor):
-        fail(f"softmax should return a tensor, got {type(out).__name__}")
-    if out.dtype != dtype or out.device.type != device:
-        fail(f"output is {out.dtype} on {out.device}, input was {dtype} on {device}")
+    check_output_like(student.softmax(x, dim=-1), x, "softmax")
 
 
 @pytest.mark.dtypes(cpu=(), cuda=(torch.float16, torch.bfloat16))

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.common import check_inputs_unchanged, check_output_like
 from kata.toolkit.compare import CheckFailed, describe, is_close
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st, tensors
@@ -53,10 +54,6 @@ NOT_PARAMETERS = Mistake("not-parameters",
                          "gamma and beta must be nn.Parameter objects (nn.Parameter(torch.ones(d_model))): a "
                          "plain tensor attribute is neither trained by the optimiser, nor saved in state_dict, nor "
                          "moved by .to()")
-MODIFIES_INPUT = Mistake("modifies-input",
-                         "an argument was changed in place (x -= mean, x.sub_(...), ...): compute new tensors "
-                         "instead")
-
 ERROR_PATTERNS = [
     ErrorPattern(Mistake(NO_KEEPDIM.id, "shapes do not broadcast: most often a mean or a variance lost its "
                          "reduced dimension (keepdim=True is missing)"),
@@ -420,27 +417,21 @@ def test_input_not_modified(student, device):
     """The inputs (x, gamma, beta) are left unchanged"""
     x = inputs((2, 4, 8), device, torch.float32, 2.0)
     gamma, beta = affine(8, device, torch.float32)
-    before = [t.clone() for t in (x, gamma, beta)]
-    call_layer_norm(student, x, gamma, beta)
-    module = make_module(student, 8, device, gamma=gamma, beta=beta)
-    module(x)
-    for name, t, b in zip(("x", "gamma", "beta"), (x, gamma, beta), before, strict=True):
-        assert_close(t, b, name=f"{name} after the call", what="its value before it", mistakes={MODIFIES_INPUT: t})
+
+    def function_and_module():
+        call_layer_norm(student, x, gamma, beta)
+        make_module(student, 8, device, gamma=gamma, beta=beta)(x)
+
+    check_inputs_unchanged(function_and_module, {"x": x, "gamma": gamma, "beta": beta})
 
 
 def test_keeps_dtype_and_device(student, device, dtype):
     """The output keeps the input's dtype and device (function and module)"""
     x = inputs((2, 3, 4), device, dtype)
     gamma, beta = affine(4, device, dtype)
-    out = call_layer_norm(student, x, gamma, beta)
-    if out.dtype != dtype or out.device.type != device or out.shape != x.shape:
-        fail(f"layer_norm returned {describe(out)} for x {describe(x)}")
-    out = make_module(student, 4, device, dtype)(x)
-    if not isinstance(out, torch.Tensor):
-        fail(f"LayerNorm.forward should return a tensor, got {type(out).__name__}")
-    if out.dtype != dtype or out.device.type != device or out.shape != x.shape:
-        fail(f"LayerNorm(4).to({device}, {dtype}) returned {describe(out)} for x {describe(x)}: "
-             "gamma and beta must be parameters so that .to() moves them")
+    check_output_like(call_layer_norm(student, x, gamma, beta), x, "layer_norm")
+    check_output_like(make_module(student, 4, device, dtype)(x), x, f"LayerNorm(4).to({device}, {dtype})",
+                      hint="gamma and beta must be parameters so that .to() moves them")
 
 
 # Loosened for half precision: a composite layer norm rounds to the dtype after each of its ~5 operations,

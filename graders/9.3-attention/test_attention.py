@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.common import check_inputs_unchanged
 from kata.toolkit.compare import describe
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st
@@ -60,8 +61,6 @@ CONTEXT_IGNORED = Mistake("context-ignored",
 QUERIES_FROM_CONTEXT = Mistake("context-ignored",
                                "the queries came from `context`: queries are always projected from x; keys and "
                                "values come from context")
-MODIFIES_INPUT = Mistake("modifies-input",
-                         "an input was changed in place (masked_fill_, a `-=` or similar): build new tensors")
 
 ERROR_PATTERNS = [
     ErrorPattern(HALF_OVERFLOW, message=r"cannot be converted to type .*Half without overflow"),
@@ -365,14 +364,9 @@ def test_inputs_not_modified(student, device):
     """q, k, v and the mask are left unchanged"""
     q, k, v = qkv(device, torch.float32, (2,), 4, 5, 6, 3, scale=10.0)
     mask = with_one_key(torch.rand(2, 4, 5, device=device) > 0.5)
-    before = [t.clone() for t in (q, k, v, mask)]
-    call(student, q, k, v, mask, copies=False)
-    for name, now, then in zip(("q", "k", "v"), (q, k, v), before[:3], strict=True):
-        assert_close(now, then, name=f"{name} after the call", what=f"{name} before it",
-                     mistakes={MODIFIES_INPUT: now})
-    if not torch.equal(mask, before[3]):
-        fail(f"the mask was changed in place ({int((mask != before[3]).sum())} entries flipped): use ~mask or "
-             "mask.logical_not(), which make a new tensor, not mask.logical_not_()", MODIFIES_INPUT)
+    check_inputs_unchanged(lambda: call(student, q, k, v, mask, copies=False),
+                           {"q": q, "k": k, "v": v, "the mask": mask},
+                           hint="use ~mask or mask.logical_not(), which make a new tensor, not mask.logical_not_()")
 
 
 # ---- AttentionHead ---------------------------------------------------------------------------------------

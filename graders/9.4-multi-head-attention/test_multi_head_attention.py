@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import Mistake, assert_close, fail
+from kata.toolkit.common import DROPOUT_IN_EVAL, check_batch_independence, check_inputs_unchanged
 from kata.toolkit.compare import describe
 from kata.toolkit.properties import given, st
 
@@ -56,12 +57,6 @@ MASK_FROM_FIRST_BATCH = Mistake(
 VALUE_FROM_KEY = Mistake(
     "value-from-key",
     "the values were projected from `key` instead of `value`: v = w_v(value)")
-MODIFIES_INPUT = Mistake(
-    "modifies-input", "an input was changed in place: build new tensors instead")
-DROPOUT_IN_EVAL = Mistake(
-    "dropout-in-eval",
-    "dropout acts in eval mode: use an nn.Dropout module (it follows .train()/.eval()), or pass "
-    "training=self.training to F.dropout")
 NO_VALUE_ERROR = Mistake(
     "no-value-error",
     "d_model not divisible by n_heads must raise ValueError in __init__ (d_k = d_model / n_heads has to be "
@@ -408,15 +403,12 @@ def test_batch_independence(student, device):
     x = torch.randn(3, 5, D_MODEL, device=device, dtype=torch.float64)
     memory = torch.randn(3, 6, D_MODEL, device=device, dtype=torch.float64)
     mask = padding_mask([2, 6, 4], 6, device)
-    together = call(mine, x, memory, memory, mask)
     first_mask = model(state, N_HEADS, x, memory, memory, mask, mask_first=True)[0]
-    for i in range(3):
-        alone = call(mine, x[i:i + 1], memory[i:i + 1], memory[i:i + 1], mask[i:i + 1])
-        assert_close(together[i:i + 1], alone, name=f"output of batch element {i} in a batch of 3",
-                     what="its output when run alone",
-                     context="cross-attention, query (3, 5, d_model), memory (3, 6, d_model), padding mask "
-                             "(3, 1, 1, 6) with lengths 2, 6, 4",
-                     mistakes={MASK_FROM_FIRST_BATCH: first_mask[i:i + 1]})
+    # Each call gets its own mask: one changed in place (named by the inputs check) would change the next.
+    check_batch_independence(lambda b: call(mine, x[b], memory[b], memory[b], mask[b].clone()), 3, what="run",
+                             context="cross-attention, query (3, 5, d_model), memory (3, 6, d_model), padding mask "
+                                     "(3, 1, 1, 6) with lengths 2, 6, 4",
+                             mistakes=lambda i: {MASK_FROM_FIRST_BATCH: first_mask[i:i + 1]})
 
 
 def test_permutation_equivariance(student, device):
@@ -438,13 +430,9 @@ def test_inputs_not_modified(student, device):
     query = torch.randn(2, 4, D_MODEL, device=device)
     key, value = torch.randn(2, 5, D_MODEL, device=device), torch.randn(2, 5, D_MODEL, device=device)
     mask = padding_mask([5, 2], 5, device)
-    before = [t.clone() for t in (query, key, value, mask)]
-    call(mine, query, key, value, mask)
-    for name, now, then in zip(("query", "key", "value"), (query, key, value), before[:3], strict=True):
-        assert_close(now, then, name=f"{name} after the call", what=f"{name} before it",
-                     mistakes={MODIFIES_INPUT: now})
-    if not torch.equal(mask, before[3]):
-        fail("the mask was changed in place: make new tensors (~mask, mask.unsqueeze(1)) instead", MODIFIES_INPUT)
+    check_inputs_unchanged(lambda: call(mine, query, key, value, mask),
+                           {"query": query, "key": key, "value": value, "the mask": mask},
+                           hint="make new tensors (~mask, mask.unsqueeze(1)) instead")
 
 
 def test_dropout(student, device):

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import Mistake, assert_close, fail
+from kata.toolkit.common import DROPOUT_IN_EVAL, check_inputs_unchanged, check_output_like
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, shapes, st, tensors
@@ -21,9 +22,6 @@ ACT_MISPLACED = Mistake("activation-misplaced",
                         "units, not on the input or the output")
 WRONG_ACT = Mistake("wrong-activation",
                     "the activation is not the paper's ReLU, max(0, x): use torch.relu")
-DROPOUT_IN_EVAL = Mistake("dropout-in-eval",
-                          "dropout is applied in eval mode: nn.Dropout (or F.dropout(h, p, training=self.training)) "
-                          "is a no-op after model.eval(); F.dropout(h, p) alone always drops")
 DROPOUT_MISSING = Mistake("dropout-missing",
                           "no dropout in training mode: keep nn.Dropout(dropout) from __init__ and apply it to the "
                           "hidden units, after the ReLU")
@@ -41,9 +39,6 @@ DEFAULT_DROPOUT = Mistake("wrong-default-dropout",
 D_FF_IGNORED = Mistake("d-ff-ignored",
                        "the hidden layer must have d_ff units: linear_1 = nn.Linear(d_model, d_ff) and "
                        "linear_2 = nn.Linear(d_ff, d_model)")
-MODIFIES_INPUT = Mistake("modifies-input",
-                         "the input tensor was changed in place (an in-place op such as x.relu_()): compute new "
-                         "tensors instead")
 
 
 def reference_ffn(d_model, d_ff, dropout=0.0):
@@ -333,19 +328,14 @@ def test_input_not_modified(student, device):
     """The input is left unchanged"""
     module, _ = pair(student, 8, 16, device)
     x = torch.randn(2, 5, 8, device=device)
-    before = x.clone()
-    call(module, x)
-    assert_close(x, before, name="the input after the call", what="the input before it",
-                 mistakes={MODIFIES_INPUT: x})
+    check_inputs_unchanged(lambda: call(module, x), {"the input": x})
 
 
 def test_keeps_dtype_and_device(student, device, dtype):
     """The output keeps the input's dtype, device and shape (the module follows .to())"""
     module, _ = pair(student, 8, 16, device, dtype)
     x = torch.randn(2, 3, 8, device=device, dtype=dtype)
-    out = call(module, x)
-    if out.dtype != dtype or out.device.type != device or out.shape != x.shape:
-        fail(f"FeedForward(8, 16).to({device}, {dtype}) returned {describe(out)} for x {describe(x)}")
+    check_output_like(call(module, x), x, f"FeedForward(8, 16).to({device}, {dtype})")
 
 
 # Loosened for half precision: near-zero outputs are sums of d_ff products whose rounding error is set by

@@ -24,6 +24,7 @@ import re
 import sys
 import sysconfig
 import time
+import types
 import warnings
 import zlib
 from dataclasses import dataclass, field
@@ -283,14 +284,18 @@ def _trap_discarded_examples() -> None:
 
 def _known_diagnoses(items) -> list[str]:
     """Every diagnosis id the collected grader modules can give: the `Mistake`s they define (directly, in
-    an `ErrorPattern`, or in a container), read before the student's code exists in the process. A
-    diagnosis made inside a check reuses the id of one defined here, so `kata verify` can tell which
-    have no planted mistake."""
+    an `ErrorPattern`, or in a container) and those the toolkit's shared checks they hold declare
+    (`kata.toolkit.common`), read before the student's code exists in the process. A diagnosis made
+    inside a check reuses the id of one defined here, so `kata verify` can tell which have no planted
+    mistake."""
     found: set[str] = set()
 
     def walk(value, depth: int) -> None:
         if isinstance(value, Mistake):
             found.add(value.id)
+        elif isinstance(value, types.FunctionType) and isinstance(value.__dict__.get("mistakes"), tuple):
+            for mistake in value.__dict__["mistakes"]:
+                walk(mistake, 0)
         elif isinstance(value, ErrorPattern):
             found.add(value.mistake.id)
         elif depth and isinstance(value, (tuple, list, set, frozenset)):

@@ -1,0 +1,87 @@
+"""Checks and classic mistakes that every kata shares, written once.
+
+A kata's graders call these with their own modules and inputs, and keep only what is theirs:
+
+    check_inputs_unchanged(lambda: encoder(x, mask), {"x": x, "mask": mask},
+                           context="Encoder(2, 8, 2, 16)")
+    out = check_output_like(encoder(x), x, "the encoder", context="Encoder(2, 8, 2, 16)")
+    check_batch_independence(lambda b: encoder(x[b], mask[b]), batch=4, what="encoded")
+
+Each check declares the mistakes it can name (its `mistakes` attribute): a grader module that holds the
+check counts them among the diagnoses its kata defines, as if it had defined them (`kata verify` then
+asks for a planted mistake that shows each one firing). A grader that names a shared mistake itself
+imports it (`DROPOUT_IN_EVAL` for a dropout check of its own).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import torch
+
+from kata.grading.failure import Mistake, fail
+from kata.toolkit.compare import assert_close, assert_finite, describe
+
+MODIFIES_INPUT = Mistake("modifies-input",
+                         "an input was changed in place (x += ..., x.sub_(), masked_fill_, ...): compute new "
+                         "tensors instead")
+DROPOUT_IN_EVAL = Mistake("dropout-in-eval",
+                          "dropout still acts in eval mode: use nn.Dropout modules (they follow .train() and "
+                          ".eval()), or F.dropout(x, p, training=self.training); F.dropout(x, p) alone always "
+                          "drops")
+
+
+def _names(*mistakes: Mistake):
+    """Declare the mistakes a check can name (read by the grading plugin, `_known_diagnoses`)."""
+    def declare(check):
+        check.mistakes = mistakes
+        return check
+    return declare
+
+
+@_names(MODIFIES_INPUT)
+def check_inputs_unchanged(call: Callable[[], object], inputs: Mapping[str, torch.Tensor], *, context: str = "",
+                           hint: str = "") -> None:
+    """Run `call` and check that it left every tensor of `inputs` (name -> tensor) as it was: floating
+    tensors compared by value (the largest change shown), masks and tokens exactly. `hint` says how to
+    build the kata's new tensors (`~mask`, not `mask.logical_not_()`)."""
+    before = {name: t.clone() for name, t in inputs.items()}
+    call()
+    where = f" by {context}" if context else ""
+    for name, now in inputs.items():
+        if now.is_floating_point():
+            assert_close(now, before[name], name=f"{name} after the call", what=f"{name} before it",
+                         context=context, mistakes={MODIFIES_INPUT: now})
+        elif not torch.equal(now, before[name]):
+            changed = int((now != before[name]).sum())
+            fail(f"{name} was changed in place{where} ({changed} entries changed)" + (f": {hint}" if hint else ""),
+                 MODIFIES_INPUT)
+
+
+def check_output_like(out, x: torch.Tensor, what: str, *, context: str = "", shape: bool = True,
+                      finite: bool = False, hint: str = "") -> torch.Tensor:
+    """`out` itself, once it is a tensor with `x`'s dtype and device (and shape, unless `shape=False`);
+    with `finite`, also free of NaN and Inf. `hint` follows the failure (".to() must move the parameters")."""
+    if not isinstance(out, torch.Tensor):
+        fail(f"{what} should return a tensor, got {type(out).__name__}" + (f" for {context}" if context else ""))
+    if out.dtype != x.dtype or out.device.type != x.device.type or (shape and out.shape != x.shape):
+        kept = "shape, dtype and device" if shape else "dtype and device"
+        fail(f"{what} returned {describe(out)} for an input {describe(x)}: outputs keep the input's {kept}"
+             + (f" ({context})" if context else "") + (f". {hint}" if hint else ""))
+    if finite:
+        assert_finite(out, context=context)
+    return out
+
+
+def check_batch_independence(run: Callable[[slice], torch.Tensor], batch: int, *, name: str = "output",
+                             what: str = "computed", context: str = "",
+                             mistakes: Callable[[int], Mapping] | None = None) -> None:
+    """Each element of a batch of `batch` is computed as if alone: `run(slice)` runs on the inputs cut to
+    that slice of the batch (every input and mask cut alike), `slice(None)` the whole batch. `mistakes(i)`
+    gives the mistakes' outputs for element i, as `assert_close` takes them."""
+    together = run(slice(None))
+    for i in range(batch):
+        alone = run(slice(i, i + 1))
+        assert_close(together[i:i + 1], alone, name=f"{name} of batch element {i} in a batch of {batch}",
+                     what=f"that element {what} alone", context=context,
+                     mistakes=mistakes(i) if mistakes is not None else None)
