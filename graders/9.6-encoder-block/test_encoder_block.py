@@ -17,7 +17,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
-from kata.toolkit.compare import assert_finite, describe, is_close
+from kata.toolkit.common import (
+    DROPOUT_IN_EVAL,
+    check_batch_independence,
+    check_inputs_unchanged,
+    check_output_like,
+    given_copies,
+)
+from kata.toolkit.compare import describe, is_close
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st
 from kata.toolkit.torch_layers import (
@@ -61,9 +68,6 @@ EXTRA_FINAL_NORM = Mistake("extra-final-norm",
 NO_DROPOUT = Mistake("no-dropout",
                      "the dropout argument has no effect: in train mode the block should be random (dropout on "
                      "each sub-layer's output, as nn.Dropout(dropout))")
-DROPOUT_IN_EVAL = Mistake("dropout-in-eval",
-                          "dropout is still active in eval mode: use nn.Dropout modules (they follow .train() and "
-                          ".eval()), or F.dropout(..., training=self.training)")
 RESIDUAL_DROPOUT_MISSING = Mistake("residual-dropout-missing",
                                    "no dropout on the sub-layer's output before the residual sum: the paper applies "
                                    "dropout to the output of each sub-layer, x + Dropout(Sublayer(...))")
@@ -106,18 +110,26 @@ def _seed() -> int:
     return int(torch.randint(2**31 - 1, ()))
 
 
-def build_block(student, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1):
+def build_block(student, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1,
+                copies=True):
+    """The student's module, random weights, in eval mode; given copies of its inputs unless `copies` is
+    False (the inputs check)."""
     block = student.EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
     if not isinstance(block, nn.Module):
         fail(f"EncoderBlock(...) should be an nn.Module, got {type(block).__name__}")
-    return randomize_(block.to(device=device, dtype=dtype), _seed()).eval()
+    block = randomize_(block.to(device=device, dtype=dtype), _seed()).eval()
+    return given_copies(block) if copies else block
 
 
-def build_encoder(student, n_layers, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1):
+def build_encoder(student, n_layers, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1,
+                  copies=True):
+    """The student's module, random weights, in eval mode; given copies of its inputs unless `copies` is
+    False (the inputs check)."""
     encoder = student.Encoder(n_layers, d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
     if not isinstance(encoder, nn.Module):
         fail(f"Encoder(...) should be an nn.Module, got {type(encoder).__name__}")
-    return randomize_(encoder.to(device=device, dtype=dtype), _seed()).eval()
+    encoder = randomize_(encoder.to(device=device, dtype=dtype), _seed()).eval()
+    return given_copies(encoder) if copies else encoder
 
 
 def _mapping_diagnoses(exc: WeightMappingError, norm_first: bool) -> tuple[Mistake, ...]:
@@ -431,11 +443,8 @@ def test_batch_independence(student, device):
     encoder = build_encoder(student, 2, 8, 2, 16, norm_first=False, device=device, dtype=dtype)
     x = torch.randn(4, 5, 8, device=device, dtype=dtype)
     mask = make_mask("padding", 4, 5, device)
-    out = _output(encoder(x, mask), x, "the encoder")
-    for i in range(4):
-        alone = encoder(x[i:i + 1], mask[i:i + 1])
-        assert_close(out[i:i + 1], alone, name=f"output for batch element {i}", what="that element encoded alone",
-                     context=f"Encoder(2, 8, 2, 16), x {describe(x)}, padding mask")
+    check_batch_independence(lambda b: _output(encoder(x[b], mask[b]), x, "the encoder"), 4, what="encoded",
+                             context=f"Encoder(2, 8, 2, 16), x {describe(x)}, padding mask")
 
 
 def test_parameter_count(student):
@@ -580,27 +589,20 @@ def check_dropout_pattern(out, x, p, context):
 def test_input_not_modified(student, device):
     """The input and the mask are left unchanged"""
     for norm_first in (False, True):
-        encoder = build_encoder(student, 2, 8, 2, 16, norm_first=norm_first, device=device, dtype=torch.float32)
+        encoder = build_encoder(student, 2, 8, 2, 16, norm_first=norm_first, device=device, dtype=torch.float32,
+                                copies=False)
         x = torch.randn(2, 5, 8, device=device)
         mask = make_mask("padding", 2, 5, device)
-        x_before, mask_before = x.clone(), mask.clone()
-        encoder(x, mask)
-        assert_close(x, x_before, name="x after the call", what="x before it",
-                     context=f"Encoder(2, 8, 2, 16, norm_first={norm_first}): compute new tensors instead of "
-                             "in-place ops (x += ..., x.add_())")
-        if not torch.equal(mask, mask_before):
-            fail(f"the mask was modified in place by Encoder(2, 8, 2, 16, norm_first={norm_first})")
+        check_inputs_unchanged(lambda e=encoder, x=x, m=mask: e(x, m), {"x": x, "the mask": mask},
+                               context=f"Encoder(2, 8, 2, 16, norm_first={norm_first})")
 
 
 def test_keeps_dtype_and_device(student, device, dtype):
     """The output keeps the input's shape, dtype and device"""
     encoder = build_encoder(student, 2, 8, 2, 16, norm_first=True, device=device, dtype=dtype)
     x = torch.randn(2, 3, 8, device=device, dtype=dtype)
-    out = _output(encoder(x), x, "the encoder")
-    if out.shape != x.shape or out.dtype != dtype or out.device.type != device:
-        fail(f"the encoder returned {describe(out)} for x {describe(x)}: outputs keep the input's shape, dtype and "
-             "device")
-    assert_finite(out, context=f"Encoder(2, 8, 2, 16, norm_first=True), x {describe(x)}")
+    check_output_like(encoder(x), x, "the encoder", finite=True,
+                      context=f"Encoder(2, 8, 2, 16, norm_first=True), x {describe(x)}")
 
 
 # Half precision rounds at every step of a block (bf16 keeps 8 bits of mantissa): the worst errors of the

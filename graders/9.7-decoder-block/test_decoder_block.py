@@ -17,6 +17,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.common import (
+    DROPOUT_IN_EVAL,
+    check_batch_independence,
+    check_inputs_unchanged,
+    check_output_like,
+    given_copies,
+)
 from kata.toolkit.compare import assert_finite, describe, is_close, matching_mistakes
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st
@@ -91,9 +98,6 @@ EXTRA_FINAL_NORM = Mistake("extra-final-norm",
                            "ends with one")
 NO_DROPOUT = Mistake("no-dropout",
                      "the dropout argument has no effect: in train mode the block should be random")
-DROPOUT_IN_EVAL = Mistake("dropout-in-eval",
-                          "dropout is still active in eval mode: use nn.Dropout modules (they follow .train() and "
-                          ".eval()), or F.dropout(..., training=self.training)")
 RESIDUAL_DROPOUT_MISSING = Mistake("residual-dropout-missing",
                                    "no dropout on the sub-layer's output before the residual sum: the paper applies "
                                    "dropout to the output of each sub-layer, x + Dropout(Sublayer(...))")
@@ -198,18 +202,26 @@ def _seed() -> int:
     return int(torch.randint(2**31 - 1, ()))
 
 
-def build_block(student, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1):
+def build_block(student, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1,
+                copies=True):
+    """The student's module, random weights, in eval mode; given copies of its inputs unless `copies` is
+    False (the inputs check)."""
     block = student.DecoderBlock(d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
     if not isinstance(block, nn.Module):
         fail(f"DecoderBlock(...) should be an nn.Module, got {type(block).__name__}")
-    return randomize_(block.to(device=device, dtype=dtype), _seed()).eval()
+    block = randomize_(block.to(device=device, dtype=dtype), _seed()).eval()
+    return given_copies(block) if copies else block
 
 
-def build_decoder(student, n_layers, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1):
+def build_decoder(student, n_layers, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1,
+                  copies=True):
+    """The student's module, random weights, in eval mode; given copies of its inputs unless `copies` is
+    False (the inputs check)."""
     decoder = student.Decoder(n_layers, d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
     if not isinstance(decoder, nn.Module):
         fail(f"Decoder(...) should be an nn.Module, got {type(decoder).__name__}")
-    return randomize_(decoder.to(device=device, dtype=dtype), _seed()).eval()
+    decoder = randomize_(decoder.to(device=device, dtype=dtype), _seed()).eval()
+    return given_copies(decoder) if copies else decoder
 
 
 def torch_twin(module, n_heads, *, norm_first, stack=False):
@@ -803,27 +815,22 @@ def test_batch_independence(student, device):
     x = torch.randn(3, 4, 8, device=device, dtype=dtype)
     memory = torch.randn(3, 5, 8, device=device, dtype=dtype)
     src_mask, tgt_mask = padding_mask(3, 5, device), tril(4, device)
-    out = _output(decoder(x, memory, src_mask=src_mask, tgt_mask=tgt_mask), x, "the decoder")
-    for i in range(3):
-        alone = decoder(x[i:i + 1], memory[i:i + 1], src_mask=src_mask[i:i + 1], tgt_mask=tgt_mask)
-        assert_close(out[i:i + 1], alone, name=f"output for batch element {i}", what="that element decoded alone",
-                     context=f"Decoder(2, 8, 2, 16), x {describe(x)}, memory {describe(memory)}, causal and padding "
-                             "masks")
+    check_batch_independence(
+        lambda b: _output(decoder(x[b], memory[b], src_mask=src_mask[b], tgt_mask=tgt_mask), x, "the decoder"), 3,
+        what="decoded", context=f"Decoder(2, 8, 2, 16), x {describe(x)}, memory {describe(memory)}, causal and "
+                                "padding masks")
 
 
 def test_inputs_not_modified(student, device):
     """x, memory and the masks are left unchanged"""
     for norm_first in (False, True):
-        decoder = build_decoder(student, 2, 8, 2, 16, norm_first=norm_first, device=device, dtype=torch.float32)
+        decoder = build_decoder(student, 2, 8, 2, 16, norm_first=norm_first, device=device, dtype=torch.float32,
+                                copies=False)
         x, memory = torch.randn(2, 4, 8, device=device), torch.randn(2, 5, 8, device=device)
         src_mask, tgt_mask = padding_mask(2, 5, device), tril(4, device)
-        before = [t.clone() for t in (x, memory, src_mask, tgt_mask)]
-        decoder(x, memory, src_mask=src_mask, tgt_mask=tgt_mask)
-        for name, after, saved in zip(("x", "memory", "src_mask", "tgt_mask"), (x, memory, src_mask, tgt_mask),
-                                      before, strict=True):
-            if not torch.equal(after, saved):
-                fail(f"{name} was modified in place by Decoder(2, 8, 2, 16, norm_first={norm_first}): compute new "
-                     "tensors instead of in-place ops (x += ..., x.add_(), masked_fill_)")
+        check_inputs_unchanged(lambda d=decoder, x=x, m=memory, s=src_mask, t=tgt_mask: d(x, m, src_mask=s, tgt_mask=t),
+                               {"x": x, "memory": memory, "src_mask": src_mask, "tgt_mask": tgt_mask},
+                               context=f"Decoder(2, 8, 2, 16, norm_first={norm_first})")
 
 
 def test_keeps_dtype_and_device(student, device, dtype):
@@ -831,11 +838,8 @@ def test_keeps_dtype_and_device(student, device, dtype):
     decoder = build_decoder(student, 2, 8, 2, 16, norm_first=True, device=device, dtype=dtype)
     x = torch.randn(2, 3, 8, device=device, dtype=dtype)
     memory = torch.randn(2, 4, 8, device=device, dtype=dtype)
-    out = _output(decoder(x, memory, tgt_mask=tril(3, device)), x, "the decoder")
-    if out.shape != x.shape or out.dtype != dtype or out.device.type != device:
-        fail(f"the decoder returned {describe(out)} for x {describe(x)}: outputs keep the input's shape, dtype and "
-             "device")
-    assert_finite(out, context=f"Decoder(2, 8, 2, 16, norm_first=True), x {describe(x)}")
+    check_output_like(decoder(x, memory, tgt_mask=tril(3, device)), x, "the decoder", finite=True,
+                      context=f"Decoder(2, 8, 2, 16, norm_first=True), x {describe(x)}")
 
 
 # Half precision rounds at every step of a block (bf16 keeps 8 bits of mantissa): the worst errors of the

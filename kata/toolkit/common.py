@@ -6,6 +6,7 @@ A kata's graders call these with their own modules and inputs, and keep only wha
                            context="Encoder(2, 8, 2, 16)")
     out = check_output_like(encoder(x), x, "the encoder", context="Encoder(2, 8, 2, 16)")
     check_batch_independence(lambda b: encoder(x[b], mask[b]), batch=4, what="encoded")
+    encoder = given_copies(student.Encoder(...))  # every other check: a mistake costs points once
 
 Each check declares the mistakes it can name (its `mistakes` attribute): a grader module that holds the
 check counts them among the diagnoses its kata defines, as if it had defined them (`kata verify` then
@@ -71,6 +72,20 @@ def check_output_like(out, x: torch.Tensor, what: str, *, context: str = "", sha
     if finite:
         assert_finite(out, context=context)
     return out
+
+
+def given_copies(module: torch.nn.Module) -> torch.nn.Module:
+    """`module`, whose forward from now on receives copies of its tensor arguments: code that changes
+    an input in place is named once, by `check_inputs_unchanged` (given the module without copies), and
+    does not also derail every check that reuses its inputs. Copies are differentiable: gradients still
+    reach the caller's tensors."""
+    def copy(_module, args, kwargs):
+        def clone(value):
+            return value.clone() if isinstance(value, torch.Tensor) else value
+        return tuple(clone(a) for a in args), {k: clone(v) for k, v in kwargs.items()}
+
+    module.register_forward_pre_hook(copy, with_kwargs=True)
+    return module
 
 
 def check_batch_independence(run: Callable[[slice], torch.Tensor], batch: int, *, name: str = "output",
