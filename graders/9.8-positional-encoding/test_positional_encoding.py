@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from kata.toolkit import Mistake, assert_close, fail
+from kata.toolkit.common import check_inputs_unchanged
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.properties import given, st
 
@@ -84,9 +85,6 @@ NO_DROPOUT = Mistake("dropout-missing",
 DROPOUT_BEFORE_ADD = Mistake("dropout-before-adding-positions",
                              "dropout was applied to x before adding the encoding: the paper applies it to the "
                              "SUM of the embeddings and the positional encodings (section 5.4)")
-MODIFIES_INPUT = Mistake("modifies-input",
-                         "the input was changed in place (x += pe[...] or x.add_()): return x + pe[:seq_len], a "
-                         "new tensor")
 
 
 # ---- the formula, and the tables the classic mistakes build (float64) --------------------------------
@@ -435,10 +433,7 @@ def test_input_untouched_and_gradient(student, device):
     """The input is left unchanged, and the gradient with respect to x passes through unchanged"""
     module = student.PositionalEncoding(8, max_len=30, dropout=0.1).to(device).eval()
     x = torch.randn(3, 6, 8, device=device)
-    before = x.clone()
-    module(x)
-    assert_close(x, before, name="the input after the call", what="the input before it",
-                 mistakes={MODIFIES_INPUT: x})
+    check_inputs_unchanged(lambda: module(x), {"the input": x}, hint="return x + pe[:seq_len], a new tensor")
     leaf = x.clone().requires_grad_(True)
     weights = torch.randn(3, 6, 8, device=device)
     (module(leaf) * weights).sum().backward()

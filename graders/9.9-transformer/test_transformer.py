@@ -25,6 +25,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit.common import DROPOUT_IN_EVAL, check_batch_independence, check_inputs_unchanged
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.properties import given, settings, st
 from kata.toolkit.torch_layers import (
@@ -119,11 +120,6 @@ NOT_XAVIER = Mistake("not-xavier-init",
 NO_DROPOUT = Mistake("dropout-missing",
                      "the model gives the same output twice in training mode although dropout > 0: pass `dropout` "
                      "to the positional encoding, the encoder and the decoder")
-DROPOUT_IN_EVAL = Mistake("dropout-in-eval",
-                          "dropout acts in eval mode: use nn.Dropout modules (they follow train()/eval()), or "
-                          "F.dropout(x, p, training=self.training)")
-MODIFIES_INPUT = Mistake("modifies-input",
-                         "an input (tokens or a mask) was changed in place: build new tensors")
 
 # Every tensor here is tiny: torch's intra-op threads only add synchronisation (with 2 threads this kata's
 # check took twice the CPU time, measured). One thread, for this grading process only.
@@ -464,11 +460,8 @@ def test_batch_independence(student, device):
     """Each sequence's logits are independent of the others in the batch"""
     model = ready(student, device, torch.float64, seed=5, norm_first=True)
     src, tgt = tokens(3, 6, 11, device, lengths=[6, 1, 4]), tokens(3, 5, 13, device, lengths=[2, 5, 5])
-    together = model(src, tgt, pad_mask(src), tgt_mask_for(tgt))
-    for b in range(3):
-        alone = model(src[b:b + 1], tgt[b:b + 1], pad_mask(src[b:b + 1]), tgt_mask_for(tgt[b:b + 1]))
-        assert_close(together[b:b + 1], alone, name=f"logits of sequence {b} in a batch of 3",
-                     what="its logits computed alone", context=f"src {describe(src)}, tgt {describe(tgt)}")
+    check_batch_independence(lambda b: model(src[b], tgt[b], pad_mask(src[b]), tgt_mask_for(tgt[b])), 3,
+                             name="logits", context=f"src {describe(src)}, tgt {describe(tgt)}")
 
 
 def test_causality_end_to_end(student, device):
@@ -686,12 +679,9 @@ def test_inputs_not_modified(student, device):
     model = ready(student, device, torch.float32, seed=9)
     src, tgt = tokens(2, 5, 11, device, lengths=[5, 2]), tokens(2, 4, 13, device, lengths=[4, 1])
     src_mask, tgt_mask = pad_mask(src), tgt_mask_for(tgt)
-    saved = [t.clone() for t in (src, tgt, src_mask, tgt_mask)]
-    model(src, tgt, src_mask, tgt_mask)
-    for name, now, before in zip(("src", "tgt", "src_mask", "tgt_mask"), (src, tgt, src_mask, tgt_mask), saved,
-                                 strict=True):
-        if not torch.equal(now, before):
-            fail(f"forward changed its argument {name} in place", MODIFIES_INPUT)
+    check_inputs_unchanged(lambda: model(src, tgt, src_mask, tgt_mask),
+                           {"src": src, "tgt": tgt, "src_mask": src_mask, "tgt_mask": tgt_mask},
+                           context="Transformer.forward")
 
 
 # Half precision rounds at every step (bf16 keeps 8 bits of mantissa). Against the float32 truth, over 50
