@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from kata import runner
 from kata.course import Course, CourseError, CourseNotFound, Kata, load_course
+from kata.outcomes import EXIT_USAGE
 
 JSON_SCHEMA_VERSION = 1
 
@@ -21,7 +21,7 @@ JSON_SCHEMA_VERSION = 1
 class UsageError(click.ClickException):
     """A usage or course error: exit code 2."""
 
-    exit_code = runner.EXIT_USAGE
+    exit_code = EXIT_USAGE
 
 
 def open_course() -> Course:
