@@ -20,7 +20,7 @@ from kata import progress as prog
 from kata.cli import main
 from kata.course import load_course
 from kata.stubs import strip_markers
-from kata.student_code import load_reference
+from kata.student_code import CodeError, load_reference
 from kata.viz import data, draw, pictures, png, terminal
 from kata.viz.figure import Heatmap, Lines
 from tests.conftest import REPO
@@ -72,6 +72,13 @@ def test_every_kata_with_pictures_has_its_builder():
     builders = {kid: pictures.load(course.find(kid)) for kid in PICTURES}
     assert set(PICTURES) == set(builders) == set(KINDS)
     assert all(callable(b.build) and b.needs for b in builders.values())
+
+
+def test_pictures_without_their_code_are_a_clear_error(course_root):
+    kata = load_course(course_root).find("9.4")
+    kata.pictures_file.unlink()
+    with pytest.raises(CodeError, match=r"course.toml gives kata 9.4 pictures, but .*pictures.py is missing"):
+        pictures.load(kata)
 
 
 # The pictures: every kind, from the reference solutions.

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from kata.course import Kata
+from kata.student_code import CodeError
 from kata.viz.figure import Figure, Heatmap
 
 # Small models, so that each picture is drawn in a blink and its labels stay readable.
@@ -53,7 +54,10 @@ class KataPictures:
 
 
 def load(kata: Kata) -> KataPictures:
-    """The pictures of a kata that has some (course.toml's `pictures`), from its pictures.py."""
+    """The pictures of a kata that has some (course.toml's `pictures`), from its pictures.py; CodeError when
+    the course lacks that file."""
+    if not kata.pictures_file.is_file():
+        raise CodeError(f"course.toml gives kata {kata.id} pictures, but {kata.pictures_file} is missing")
     spec = importlib.util.spec_from_file_location(f"kata_pictures_{kata.module_name}", kata.pictures_file)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
