@@ -1,14 +1,13 @@
-"""What every command module shares (`kata.cli`, `kata.nbgrader.cli`): the usage error (exit code 2),
-opening the course, and the `--json` option with its versioned output."""
+"""What the command modules (`kata.cli`, `kata.nbgrader.cli`, `kata.viz.cli`) share: the usage error (exit
+code 2), opening the course, choosing katas, the `--json` option with its versioned output, and `render`,
+the presentation module imported on first use."""
 
 from __future__ import annotations
 
-import contextlib
+import importlib
 import json
-import os
-import shutil
-import sys
-from pathlib import Path
+import threading
+from types import ModuleType
 
 import click
 
@@ -34,14 +33,19 @@ def open_course() -> Course:
         raise UsageError("course.toml is not valid:\n  " + "\n  ".join(exc.problems)) from None
 
 
+def find_kata(course: Course, key: str) -> Kata:
+    """The kata an id or slug names; a UsageError listing the known ids otherwise."""
+    try:
+        return course.find(key)
+    except KeyError as exc:
+        raise UsageError(exc.args[0]) from None
+
+
 def select_katas(course: Course, keys: tuple[str, ...]) -> list[Kata]:
     """The katas named in `keys` (ids or slugs, comma-separated or repeated), in course order; every kata
     when none is named."""
     wanted = [key.strip() for group in keys for key in group.split(",") if key.strip()]
-    try:
-        chosen = {course.find(key).id for key in wanted}
-    except KeyError as exc:
-        raise UsageError(exc.args[0]) from None
+    chosen = {find_kata(course, key).id for key in wanted}
     return [k for k in course.katas if k.id in chosen] if wanted else list(course.katas)
 
 
@@ -54,18 +58,22 @@ json_option = click.option("--json", "as_json", is_flag=True,
                            help="Print a JSON report instead (schema in the README).")
 
 
-def activation_hint(argv0: str | None = None, prefix: str | None = None) -> str | None:
-    """How to make `kata` a command, when this `kata` was run by its path (`.venv/bin/kata next`, the
-    README's first line) and typing `kata` would not find it; None when it would."""
-    argv0 = sys.argv[0] if argv0 is None else argv0
-    if Path(argv0).stem != "kata":
-        return None  # python -m kata: whoever typed that knows where kata lives
-    found = shutil.which("kata")
-    if found is not None and Path(found).resolve() == Path(argv0).resolve():
-        return None
-    env = Path(sys.prefix if prefix is None else prefix)
-    with contextlib.suppress(ValueError):  # another drive, on Windows
-        env = Path(os.path.relpath(env))
-    if os.name == "nt":
-        return f"`kata` is not a command in this terminal yet: run {env / 'Scripts' / 'activate'} first."
-    return f"`kata` is not a command in this terminal yet: run `source {env / 'bin' / 'activate'}` first."
+class _ImportedOnFirstUse:
+    """A module imported when one of its names is first used. `kata.render` brings rich, a tenth of a second
+    of `kata`'s start-up that `--help`, `--json` reports and `kata check`'s grading time need not wait for."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def _module(self) -> ModuleType:
+        return importlib.import_module(self._name)
+
+    def __getattr__(self, attribute: str):
+        return getattr(self._module(), attribute)
+
+    def import_in_background(self) -> None:
+        """Import it now in another thread (while the graders run, say), so it is ready when the report is."""
+        threading.Thread(target=self._module, daemon=True).start()
+
+
+render = _ImportedOnFirstUse("kata.render")

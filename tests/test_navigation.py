@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kata import outcomes, render, runner
+from kata import doctor, editor, outcomes, render, runner
 from kata import progress as prog
 from kata.cli import main
 from kata.course import load_course
@@ -152,6 +152,19 @@ def test_verify_progress_accepts_proven_passes_and_flags_changed_files(course_ro
     exercise.write_text(CORRECT_SOFTMAX + "# edited after passing\n", encoding="utf-8")
     result = kata("verify", "--progress")
     assert result.exit_code == 1 and "9.1 changed" in result.output and "kata check 9.1" in result.output
+
+
+def test_the_editor_is_chosen_without_the_cli(monkeypatch, tmp_path):
+    file = tmp_path / "exercise.py"
+    monkeypatch.setenv("EDITOR", "no-such-editor-anywhere")
+    with pytest.raises(editor.EditorError, match="'no-such-editor-anywhere' is not a program"):
+        editor.editor_command(file)
+    monkeypatch.setenv("EDITOR", f"{sys.executable} -u")
+    assert editor.editor_command(file) == [sys.executable, "-u", str(file)]
+
+
+def test_kata_run_as_a_module_needs_no_activation_hint():
+    assert doctor.activation_hint(argv0="python") is None
 
 
 def test_failure_locations_are_paths_an_editor_can_open(course_root, monkeypatch):

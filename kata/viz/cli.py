@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from kata.commands import UsageError, emit, json_option, open_course
+from kata.cli_shared import UsageError, emit, find_kata, json_option, open_course, render
 
 
 @click.command("viz", help="""Pictures of your own code: attention maps, encodings, schedules, training curves.
@@ -23,23 +23,18 @@ from kata.commands import UsageError, emit, json_option, open_course
 @json_option
 def viz_command(kata_id: str, terminal: bool, out: Path | None, as_json: bool) -> None:
     course = open_course()
-    try:
-        kata = course.find(kata_id)
-    except KeyError as exc:
-        raise UsageError(exc.args[0]) from None
+    kata = find_kata(course, kata_id)
     if not kata.pictures:
         raise UsageError(f"kata {kata.id} has no pictures; these katas do:\n  "
                          + "\n  ".join(f"{k.id}: {k.pictures}" for k in course.with_pictures))
     if terminal and (as_json or out is not None):
         raise UsageError("--terminal draws here: give it without --json and --out")
-    from rich.console import Console
-
     from kata import progress as prog
     from kata.student_code import CodeError, use_check_threads
     from kata.viz import draw, png
     from kata.viz import terminal as term
 
-    console = Console(stderr=as_json, highlight=False)
+    console = render.make_console(stderr=as_json)
     use_check_threads()
     states = prog.Progress(prog.progress_path(course.root)).load()
     # With --json, whatever the student's code prints goes to stderr: stdout holds the JSON alone.
