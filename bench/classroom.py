@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from kata.commands import select_katas
+from kata.cli_shared import select_katas
 from kata.course import Course, Kata
 from kata.stubs import strip_markers
 from kata.verify import with_mistake

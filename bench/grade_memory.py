@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from kata.commands import select_katas
+from kata.cli_shared import select_katas
 from kata.course import load_course
 from kata.gradescope import fitted
 

@@ -8,10 +8,12 @@ Layers, from the bottom up:
 - `kata.grading`   what runs inside the grading child process: the pytest plugin and the helpers
                    graders use (tensor-aware comparisons, diagnoses, forbidden built-ins).
 - `kata.runner`    the parent side of grading: a child process, structured results, named outcomes.
+- `kata.outcomes`  the words of a result every layer shares ("passed", ...) and the exit codes.
 - `kata.progress`  persistence of a student's progress.
 - `kata.workspace` a student's files: reset, restore, backups.
 - `kata.render`    presentation with rich.
-- `kata.cli`       click commands, kept thin.
+- `kata.doctor`, `kata.editor`  the set-up `kata doctor` checks; the editor `kata edit` opens.
+- `kata.cli`       click commands, kept thin (what they share: `kata.cli_shared`).
 """
 
 __version__ = "0.1.0"

@@ -1,13 +1,12 @@
 """The `kata` command. Each command parses its options, calls the layer that does the work, and hands
-the result to `kata.render` (or prints JSON). Exit codes: see `kata.runner.EXIT_*` and the README."""
+the result to `kata.render` (or prints JSON). Exit codes: `kata.outcomes` and the README.
+
+`kata check` starts fast because this module imports little: torch never (the grading child does), and
+`kata.render` (rich) only when a command prints with it (`cli_shared.render`)."""
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
 import sys
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -17,17 +16,12 @@ import click
 from kata import __version__, runner, workspace
 from kata import progress as prog
 from kata.capstone import TASK, TASKS
-from kata.commands import UsageError, activation_hint, emit, json_option, open_course
-from kata.course import Course, CourseError, Kata, load_course
+from kata.cli_shared import UsageError, emit, find_kata, json_option, open_course, render, select_katas
+from kata.course import Course, Kata
 from kata.nbgrader.cli import nbgrader_group, notebook_command
-from kata.stubs import derive_stub, strip_markers
+from kata.outcomes import EXIT_INTERRUPTED
+from kata.stubs import stale_stubs, strip_markers
 from kata.viz.cli import viz_command
-
-
-def _console(stderr: bool = False):
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False)
 
 
 def _kata(course: Course, key: str | None, states: dict | None = None) -> Kata:
@@ -42,10 +36,7 @@ def _kata(course: Course, key: str | None, states: dict | None = None) -> Kata:
         if found is None:
             raise UsageError("every kata is passed or skipped: name one, e.g. `kata check 9.1`")
         return found
-    try:
-        return course.find(key)
-    except KeyError as exc:
-        raise UsageError(exc.args[0]) from None
+    return find_kata(course, key)
 
 
 def _progress(course: Course) -> prog.Progress:
@@ -62,7 +53,7 @@ def _kata_dict(kata: Kata, state: prog.KataProgress | None = None) -> dict:
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
-    _console(stderr=True).print(f"[yellow]warning:[/] {message}")
+    render.warning(message)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -86,9 +77,7 @@ def list_katas(as_json: bool) -> None:
         emit("list", {"katas": [_kata_dict(k, states.get(k.id, prog.KataProgress())) for k in course.katas],
                        "next": nxt.id if nxt else None})
         return
-    from kata import render
-
-    render.kata_list(_console(), course, states, nxt.id if nxt else None)
+    render.kata_list(render.make_console(), course, states, nxt.id if nxt else None)
 
 
 @main.command()
@@ -102,9 +91,7 @@ def show(kata_id: str, as_json: bool) -> None:
     if as_json:
         emit("show", {"kata": _kata_dict(kata, state), "readme": kata.readme.read_text(encoding="utf-8")})
         return
-    from kata import render
-
-    render.show(_console(), kata, state, [course.find(k) for k in kata.requires])
+    render.show(render.make_console(), kata, state, [course.find(k) for k in kata.requires])
 
 
 @main.command()
@@ -131,18 +118,15 @@ def check(kata_id: str | None, device: str, file: Path | None, show_output: bool
     try:
         if as_json or not sys.stdout.isatty():
             if not as_json:
-                # rich loads while the graders run: the report appears as soon as they finish.
-                threading.Thread(target=__import__, args=("kata.render",), daemon=True).start()
+                render.import_in_background()  # while the graders run: the report appears as soon as they finish
             result = runner.run_kata(course, kata, file, devices=device)
         else:
-            from kata import render
-
-            console = _console()
+            console = render.make_console()
             with render.CheckProgress(console, kata) as live:
                 result = runner.run_kata(course, kata, file, devices=device, on_event=live.event)
     except KeyboardInterrupt:
-        click.echo("interrupted: the check was cancelled", err=True)
-        sys.exit(runner.EXIT_INTERRUPTED)
+        render.check_interrupted()
+        sys.exit(EXIT_INTERRUPTED)
     unrecorded = runner.not_recorded(kata, result, device)
     if unrecorded is None:
         progress.record_check(kata.id, result.passed, Path(result.file))
@@ -155,13 +139,10 @@ def check(kata_id: str | None, device: str, file: Path | None, show_output: bool
             payload.pop("log")
         emit("check", payload)
     else:
-        from kata import render
-
-        console = console or _console()
+        console = console or render.make_console()
         render.check_result(console, course, kata, result, unmet, progress.get(kata.id).hints_used,
                             show_output=show_output)
-        if unrecorded is not None and result.outcome not in (runner.INTERNAL_ERROR, runner.DEVICE_UNAVAILABLE):
-            console.print(f"Not recorded in your progress: {unrecorded}.", style="dim")
+        render.not_recorded(console, result, unrecorded)
         if debug:
             render.debug_log(console, result)
     sys.exit(result.exit_code)
@@ -181,9 +162,7 @@ def hint(kata_id: str | None, as_json: bool) -> None:
     if as_json:
         emit("hint", {"kata": kata.id, "tier": tier, "tiers": len(kata.hints), "hints": shown})
         return
-    from kata import render
-
-    render.hint(_console(), kata, tier, shown)
+    render.hint(render.make_console(), kata, tier, shown)
 
 
 @main.command()
@@ -200,7 +179,7 @@ def solution(kata_id: str, yes: bool, as_json: bool) -> None:
         if as_json:
             raise UsageError(f"kata {kata.id} is not passed yet: add --yes to reveal its solution anyway")
         if not click.confirm(f"Kata {kata.id} is not passed yet. Reveal the reference solution?", default=False):
-            click.echo("Not revealed. `kata hint` gives a smaller nudge.")
+            render.solution_not_revealed(render.make_console())
             return
     if not passed:
         progress.record_solution_revealed(kata.id)
@@ -208,9 +187,7 @@ def solution(kata_id: str, yes: bool, as_json: bool) -> None:
     if as_json:
         emit("solution", {"kata": kata.id, "file": str(kata.solution), "source": source, "recorded": not passed})
         return
-    from kata import render
-
-    render.solution(_console(), kata, source)
+    render.solution(render.make_console(), kata, source)
 
 
 @main.command()
@@ -228,15 +205,7 @@ def reset(kata_id: str | None, every: bool, as_json: bool) -> None:
         if as_json:
             emit("reset", {"all": True, "backup": done.folder, "katas": [vars(c) for c in done.changes]})
             return
-        from kata import render
-
-        console = _console()
-        changed = [c for c in done.changes if c.changed]
-        console.print(f"[green]Reset[/] {len(changed)} of {len(done.changes)} katas to their stubs.")
-        if done.folder:
-            console.print(f"Everything as it was is in [cyan]{render.relative(done.folder)}[/] (exercise files "
-                          "in their folders, and the progress file): copy a file back to undo.")
-        console.print("Your progress is kept (`kata progress`).")
+        render.reset_all(render.make_console(), done)
         return
     if kata_id is None:
         raise UsageError("name the kata to reset (`kata reset 9.2`), or --all")
@@ -245,9 +214,7 @@ def reset(kata_id: str | None, every: bool, as_json: bool) -> None:
     if as_json:
         emit("reset", vars(change))
         return
-    from kata import render
-
-    render.change(_console(), "Reset", kata, change.changed, change.backup)
+    render.change(render.make_console(), "Reset", kata, change.changed, change.backup)
 
 
 @main.command()
@@ -266,9 +233,7 @@ def restore(kata_id: str, source: Path | None, as_json: bool) -> None:
     if as_json:
         emit("restore", vars(change))
         return
-    from kata import render
-
-    render.change(_console(), "Restored", kata, change.changed, change.backup, change.restored_from)
+    render.change(render.make_console(), "Restored", kata, change.changed, change.backup, change.restored_from)
 
 
 @main.command()
@@ -286,14 +251,7 @@ def skip(kata_id: str | None, as_json: bool) -> None:
     if as_json:
         emit("skip", {"kata": kata.id, "status": entry.status, "next": following.id if following else None})
         return
-    console = _console()
-    if entry.status == prog.PASSED:
-        console.print(f"Kata {kata.id} is already passed: nothing to skip.")
-    else:
-        console.print(f"[yellow]Skipped[/] kata {kata.id} {kata.title} (not passed: `kata check {kata.id}` "
-                      "any time to come back to it).")
-    if following:
-        console.print(f"Next: [bold]{following.id}[/] {following.title}")
+    render.skipped(render.make_console(), kata, entry.status, following)
 
 
 @main.command()
@@ -307,33 +265,7 @@ def goto(kata_id: str, as_json: bool) -> None:
     if as_json:
         emit("goto", {"kata": _kata_dict(kata)})
         return
-    from kata import render
-
-    console = _console()
-    console.print(f"Current kata: [bold]{kata.id}[/] {kata.title}")
-    console.print(f"  edit    [cyan]{render.relative(kata.exercise)}[/]   (or `kata edit`)")
-    console.print("  watch   [bold]kata watch[/]")
-
-
-def _editor_command(path: Path) -> list[str]:
-    """$EDITOR, else $VISUAL, else a sensible default for the platform; UsageError if there is none."""
-    import os
-    import shlex
-    import shutil
-
-    for variable in ("EDITOR", "VISUAL"):
-        value = os.environ.get(variable, "").strip()
-        if value:
-            command = shlex.split(value, posix=os.name != "nt")
-            if shutil.which(command[0]) is None:
-                raise UsageError(f"${variable} is {value!r}, but {command[0]!r} is not a program on your PATH")
-            return [*command, str(path)]
-    defaults = (["notepad"],) if os.name == "nt" else (["open", "-t"],) if sys.platform == "darwin" else ()
-    for command in (*defaults, ["nano"], ["vim"], ["vi"]):
-        if shutil.which(command[0]):
-            return [*command, str(path)]
-    raise UsageError(f"no editor found: set EDITOR (e.g. `export EDITOR=nano`, or `code -w` for VS Code), "
-                     f"or open {path} yourself")
+    render.current_kata(render.make_console(), kata)
 
 
 @main.command()
@@ -343,11 +275,12 @@ def edit(kata_id: str | None) -> None:
     course = open_course()
     progress = _progress(course)
     kata = _kata(course, kata_id or progress.current())
-    command = _editor_command(kata.exercise)
+    from kata import editor
+
     try:
-        code = subprocess.call(command)
-    except OSError as exc:
-        raise UsageError(f"could not start {command[0]}: {exc}") from None
+        code = editor.edit(kata.exercise)
+    except editor.EditorError as exc:
+        raise UsageError(str(exc)) from None
     sys.exit(0 if code == 0 else 1)
 
 
@@ -377,7 +310,7 @@ def watch(kata_id: str | None, poll: bool, device: str) -> None:
               help="The capstone task: " + "; ".join(f"{t.name}: {t.about}" for t in TASKS.values()) + ".")
 @json_option
 def train_demo_command(seed: int, steps: int | None, task_name: str, as_json: bool) -> None:
-    """Watch your own Transformer learn a capstone task, trained by your own kata 9.10 code.
+    """Watch your own Transformer learn a capstone task, trained by your own code of the capstone kata.
 
     Exit code: 0 when it reached the task's accuracy, 1 otherwise (or when a piece of yours raised).
     """
@@ -385,7 +318,7 @@ def train_demo_command(seed: int, steps: int | None, task_name: str, as_json: bo
     from kata.train_demo import train_demo
 
     # With --json the live report goes to stderr, so stdout holds the JSON alone.
-    summary = train_demo(_console(stderr=as_json), seed=seed, steps=steps, task=task_name)
+    summary = train_demo(render.make_console(stderr=as_json), seed=seed, steps=steps, task=task_name)
     reached = summary["ok"] and summary["accuracy"] >= summary["target_accuracy"]
     if as_json:
         emit("train-demo", {**summary, "reached": reached})
@@ -402,19 +335,9 @@ def next_kata(as_json: bool) -> None:
     if as_json:
         emit("next", {"kata": _kata_dict(kata, states.get(kata.id, prog.KataProgress())) if kata else None})
         return
-    from kata import render
+    from kata.doctor import activation_hint
 
-    console = _console()
-    if kata is None:
-        console.print("[green bold]Every kata is passed (or skipped). Well done.[/]")
-        return
-    console.print(f"[bold]Kata {kata.id}: {kata.title}[/]")
-    console.print(f"  read    [bold]kata show {kata.id}[/]")
-    console.print(f"  edit    [cyan]{render.relative(kata.exercise)}[/]")
-    console.print(f"  check   [bold]kata check {kata.id}[/]")
-    hint = activation_hint()
-    if hint:
-        console.print(f"[yellow]{hint}[/]")
+    render.next_kata(render.make_console(), kata, activation_hint())
 
 
 @main.command("progress")
@@ -434,71 +357,21 @@ def progress_command(as_json: bool) -> None:
             "progress_file": str(prog.progress_path(course.root)),
         })
         return
-    from kata import render
-
-    render.progress_report(_console(), course, states, nxt.id if nxt else None)
-
-
-_TORCH_PROBE = """
-import json, torch
-cuda = torch.cuda.is_available()
-print(json.dumps({"torch": torch.__version__, "cuda": cuda,
-                  "gpu": torch.cuda.get_device_name(0) if cuda else None, "threads": torch.get_num_threads()}))
-"""
-
-
-def doctor_rows() -> list[tuple[str, str, bool]]:
-    """What `kata doctor` reports: (name, value, ok)."""
-    rows = [("kata", __version__, True),
-            ("Python", f"{sys.version.split()[0]} at {sys.executable}", sys.version_info >= (3, 11))]
-    started = time.perf_counter()
-    probe = subprocess.run([sys.executable, "-c", _TORCH_PROBE], capture_output=True, text=True, timeout=120)
-    seconds = time.perf_counter() - started
-    if probe.returncode != 0:
-        rows.append(("torch", "cannot be imported: " + (probe.stderr.strip().splitlines() or ["?"])[-1], False))
-    else:
-        info = json.loads(probe.stdout.strip().splitlines()[-1])
-        rows.append(("torch", f"{info['torch']} (import takes {seconds:.1f} s, {info['threads']} threads)", True))
-        rows.append(("CUDA", f"available: {info['gpu']}" if info["cuda"] else
-                     "not available: checks run on the CPU (CUDA not verified)", True))
-        rows.append(("import torch is quiet", "yes" if not probe.stderr.strip() else
-                     "no, it writes to stderr (is NumPy installed?): " + probe.stderr.strip().splitlines()[0],
-                     not probe.stderr.strip()))
-    try:
-        course = load_course()
-        rows.append(("course", f"{course.file} ({len(course.katas)} katas)", True))
-        path = prog.progress_path(course.root)
-        rows.append(("progress file", f"{path}" + ("" if path.exists() else " (not created yet)"), True))
-    except CourseError as exc:
-        rows.append(("course", exc.problems[0], False))
-    from kata.grading import cgroup, isolation
-
-    support = isolation.probe()
-    rows.append(("isolation (kata grade)", support.describe(), True))  # students' laptops need none
-    rows.append(("memory limit (kata grade)", cgroup.probe().describe(), True))
-    for module in ("pytest", "hypothesis", "rich", "click", "nbgrader"):
-        try:
-            from importlib.metadata import version
-
-            rows.append((module, version(module), True))
-        except Exception:
-            optional = module == "nbgrader"
-            rows.append((module, "not installed" + (" (only instructors need it)" if optional else ""), optional))
-    return rows
+    render.progress_report(render.make_console(), course, states, nxt.id if nxt else None)
 
 
 @main.command()
 @json_option
 def doctor(as_json: bool) -> None:
     """Check the set-up: Python, torch, CUDA and the GPU, where the course and your progress are."""
-    rows = doctor_rows()
+    from kata import doctor as set_up
+
+    rows = set_up.rows()
     ok = all(row[2] for row in rows)
     if as_json:
         emit("doctor", {"ok": ok, "checks": [{"name": n, "value": v, "ok": good} for n, v, good in rows]})
     else:
-        from kata import render
-
-        render.doctor(_console(), rows)
+        render.doctor(render.make_console(), rows)
     sys.exit(0 if ok else 1)
 
 
@@ -527,13 +400,12 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, re
     jobs = jobs or os.cpu_count() or 2
     started = time.perf_counter()
     reports = []
-    console = None if as_json else _console()
+    console = None if as_json else render.make_console()
     for kata in katas:
         if console:
-            with console.status(f"verifying {kata.id} {kata.title}…"):
+            with render.verifying(console, kata):
                 report = verify_kata(course, kata, jobs=jobs)
-            console.print(("[green]✓[/]" if report.ok else "[red]✗[/]") + f" {kata.id} {kata.title} "
-                          f"({len(report.runs)} runs, slowest {report.slowest:.1f} s)")
+            render.verified(console, kata, report)
         else:
             report = verify_kata(course, kata, jobs=jobs)
         reports.append((report, kata))
@@ -542,8 +414,6 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, re
     if as_json:
         emit("verify", {"ok": ok, "seconds": round(seconds, 1), "katas": [r.to_dict() for r, _ in reports]})
     else:
-        from kata import render
-
         render.verify_report(console, reports, seconds)
     sys.exit(0 if ok else 1)
 
@@ -563,34 +433,8 @@ def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) ->
                                   "proves": "passing" if regrade else "identity",
                                   "katas": [vars(c) for c in checks]})
     else:
-        console = _console()
-        if not checks:
-            console.print(f"No kata is recorded as passed in {progress.path}.")
-        for check in checks:
-            mark = "[green]✓[/]" if check.ok else "[red]✗[/]"
-            console.print(f"{mark} {check.kata} {check.verdict}" + (f": {check.detail}" if check.detail else ""))
-        if checks and regrade:
-            console.print("[green bold]every pass is proven[/] (each file graded again and passed)" if ok
-                          else "[red bold]some passes are not proven[/]")
-        elif checks:
-            console.print(("[green bold]every pass names the file as it is now[/]" if ok
-                           else "[red bold]some passes do not match their files[/]")
-                          + ": identity only (the SHA-256 says which file was recorded as passing, not that it "
-                          "passes: a pass written by hand with the right hash matches too). --regrade grades "
-                          "each file again.")
+        render.verify_progress(render.make_console(), progress.path, checks, regrade)
     sys.exit(0 if ok else 1)
-
-
-def _interrupt_on(*names: str) -> None:
-    """Stop as Ctrl-C does (ending the grading children, keeping what is finished) on these signals too,
-    where the platform has them (Windows has no SIGHUP)."""
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt
-
-    for name in names:
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), interrupt)
 
 
 class _GradeGroup(click.Group):
@@ -698,7 +542,6 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
     import os
 
     from kata import grade as grading
-    from kata.commands import select_katas
 
     course = open_course()
     katas = select_katas(course, keys)
@@ -712,10 +555,8 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
     if not found:
         raise UsageError(f"no student folders or .zip files in {submissions}")
     matched = _read_roster(formats, roster, [s.student for s in found])
-    from kata import render
-
-    console = _console(stderr=as_json)
-    _interrupt_on("SIGTERM", "SIGHUP")
+    console = render.make_console(stderr=as_json)
+    grading.interrupt_on("SIGTERM", "SIGHUP")
     try:
         with render.GradeProgress(console) as bar:
             state = grading.grade_class(course, found, katas, out, jobs=jobs or os.cpu_count() or 2, restart=restart,
@@ -728,7 +569,7 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
         emit("grade", {**grading.report_json(state), "out": str(out)})
     else:
         render.grade_summary(console, state, state.reports, out)
-    sys.exit(runner.EXIT_INTERRUPTED if state.interrupted else 1 if state.internal_errors else 0)
+    sys.exit(EXIT_INTERRUPTED if state.interrupted else 1 if state.internal_errors else 0)
 
 
 @grade.command("merge")
@@ -745,7 +586,6 @@ def grade_merge(out: Path, shard_dirs: tuple[Path, ...], formats: tuple[str, ...
     that shard again and merge again), 2 the folders are not the N shards of one class.
     """
     from kata import grade as grading
-    from kata import render
     from kata.shard import merge_shards
 
     course = open_course()
@@ -759,7 +599,7 @@ def grade_merge(out: Path, shard_dirs: tuple[Path, ...], formats: tuple[str, ...
     if as_json:
         emit("grade", {**grading.report_json(state), "out": str(out)})
     else:
-        render.grade_summary(_console(), state, state.reports, out)
+        render.grade_summary(render.make_console(), state, state.reports, out)
     sys.exit(0 if state.complete and not state.internal_errors else 1)
 
 
@@ -777,7 +617,6 @@ def gradescope_build(out: Path, keys: tuple[str, ...]) -> None:
     the course; each submission is graded exactly as `kata grade` grades it."""
     from kata import grade as grading
     from kata import gradescope as gs
-    from kata.commands import select_katas
 
     course = open_course()
     katas = select_katas(course, keys)
@@ -796,7 +635,6 @@ def gradescope_build(out: Path, keys: tuple[str, ...]) -> None:
 def gradescope_run(keys: tuple[str, ...], root: Path) -> None:
     """What run_autograder runs on Gradescope: grade ROOT/submission, write ROOT/results/results.json."""
     from kata import gradescope as gs
-    from kata.commands import select_katas
 
     course = open_course()
     results = gs.run(course, select_katas(course, keys), root)
@@ -811,7 +649,6 @@ def gradescope_selfcheck(keys: tuple[str, ...]) -> None:
     import tempfile
 
     from kata import gradescope as gs
-    from kata.commands import select_katas
 
     course = open_course()
     katas = select_katas(course, keys)
@@ -841,7 +678,6 @@ def classroom() -> None:
 def classroom_workflow(keys: tuple[str, ...], repo: Path, course_repo: str | None, course_ref: str | None) -> None:
     """Write the GitHub Classroom workflow: a step per kata (each check with its points), then the reporter."""
     from kata import classroom as gc
-    from kata.commands import select_katas
 
     if course_ref and not course_repo:
         raise UsageError("--course-ref needs --course-repo")
@@ -874,8 +710,7 @@ def classroom_grade(kata_id: str, submission: Path) -> None:
 def stubs(write: bool) -> None:
     """For course authors: check that each exercise.py is the stub derived from its solution."""
     course = open_course()
-    stale = [k for k in course.katas
-             if k.exercise.read_text(encoding="utf-8") != derive_stub(k.solution.read_text(encoding="utf-8"))]
+    stale = stale_stubs(course)
     for kata in stale:
         if write:
             change = workspace.reset(course, kata)

@@ -47,8 +47,6 @@ HELDOUT_SEED_OFFSET = 1_000_003  # the held-out set's generator seed is seed + t
 VALIDATION_SEED_OFFSET = 2_000_029  # and the validation set's
 
 
-
-
 def make_batch(task: CopyTask, n: int, generator: torch.Generator,
                extra_padding: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """n random examples: src (n, max_len + extra_padding) and tgt (n, max_len + 2), int64, padded with PAD_ID."""
@@ -240,7 +238,8 @@ def smoothed_loss_floor(task: CopyTask) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m kata.copy_task [--task copy] [--seeds 0 1 2] [--threads 1]`: a capstone task's training with the
-    reference solutions (katas 9.2 to 9.10), timed: what the 9.10 README reports. For course authors."""
+    reference solutions (the capstone kata's and those it builds on), timed: what its README reports. For course
+    authors."""
     import argparse
     import os
     import statistics
@@ -255,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     from kata.student_code import load_reference
 
     course = load_course()
-    ref = load_reference(course, course.find("9.10"))
+    ref = load_reference(course, course.capstone)
     rows = []
     for seed in args.seeds:
         cpu = time.process_time()

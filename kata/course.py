@@ -21,6 +21,7 @@ _DOTTED = re.compile(r"^torch(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 _KATA_FIELDS = {
     "id", "slug", "title", "points", "requires", "hints", "forbidden", "time_budget_s", "memory_mb",
+    "pictures", "capstone",
 }
 _DEFAULT_FIELDS = {"time_budget_s", "memory_mb"}
 _TOP_FIELDS = {"schema", "title", "course_id", "defaults", "kata"}
@@ -50,6 +51,8 @@ class Kata:
     time_budget_s: float
     memory_mb: int
     root: Path
+    pictures: str | None = None  # what `kata viz` draws for this kata, for people; None: no pictures
+    capstone: bool = False  # the kata `kata train-demo` trains with (its training code, on the student's model)
 
     @property
     def dirname(self) -> str:
@@ -84,6 +87,11 @@ class Kata:
     def mistakes_dir(self) -> Path:
         return self.graders / "mistakes"
 
+    @property
+    def pictures_file(self) -> Path:
+        """The code of the kata's pictures (`kata viz`): a module with `SUBJECT`, `NEEDS` and `build(module)`."""
+        return self.solution.parent / "pictures.py"
+
     def grader_files(self) -> list[Path]:
         return sorted(self.graders.glob("test_*.py"))
 
@@ -111,6 +119,16 @@ class Course:
     @property
     def file(self) -> Path:
         return self.root / COURSE_FILE
+
+    @property
+    def capstone(self) -> Kata | None:
+        """The kata marked `capstone = true`, whose training code `kata train-demo` runs; None if none is."""
+        return next((k for k in self.katas if k.capstone), None)
+
+    @property
+    def with_pictures(self) -> tuple[Kata, ...]:
+        """The katas `kata viz` draws, in course order."""
+        return tuple(k for k in self.katas if k.pictures)
 
     def find(self, key: str) -> Kata:
         """A kata by id (`9.2`) or slug (`layer-norm`); `KeyError` with the known ids otherwise."""
@@ -231,12 +249,18 @@ def _validate(path: Path, data: dict) -> Course:
                           "must be a list of dotted torch names like 'torch.softmax'", default=[])
         budget = field("time_budget_s", (int, float), lambda v: v > 0, "must be a positive number of seconds")
         memory = field("memory_mb", int, lambda v: v > 0, "must be a positive number of MiB")
-        if None in (kid, slug, title_, points, requires, hints, forbidden, budget, memory):
+        pictures = (field("pictures", str, str.strip, "must say in a few words what the pictures show")
+                    if "pictures" in raw else "")
+        capstone = raw.get("capstone", False)
+        if not isinstance(capstone, bool):
+            problem(f"{where}: field 'capstone'", f"must be true or false, found {capstone!r}")
+        if None in (kid, slug, title_, points, requires, hints, forbidden, budget, memory, pictures):
             continue
         kata = Kata(kid, slug, title_, float(points), tuple(requires), tuple(h.strip() for h in hints),
-                    tuple(forbidden), float(budget), memory, path.parent)
-        for label, file in (("exercise", kata.exercise), ("solution", kata.solution),
-                            ("README", kata.readme)):
+                    tuple(forbidden), float(budget), memory, path.parent, pictures=pictures.strip() or None,
+                    capstone=capstone is True)
+        # Not the pictures file: the sandbox of `kata grade` shows the later katas' solution.py alone.
+        for label, file in (("exercise", kata.exercise), ("solution", kata.solution), ("README", kata.readme)):
             if not file.is_file():
                 problem(f"{where}: {label}", f"missing file {file.relative_to(path.parent)}")
         if not kata.grader_files():
@@ -244,6 +268,9 @@ def _validate(path: Path, data: dict) -> Course:
         katas.append(kata)
 
     _check_unique(katas, problem)
+    capstones = [k.id for k in katas if k.capstone]
+    if len(capstones) > 1:
+        problem("field 'capstone'", f"one kata at most is the capstone, found {', '.join(capstones)}")
     _check_prerequisites(katas, problem)
     if problems:
         raise CourseError(problems)

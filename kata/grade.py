@@ -31,6 +31,7 @@ import json
 import os
 import secrets
 import shutil
+import signal
 import stat
 import tempfile
 import threading
@@ -457,6 +458,18 @@ def lock_output(out: Path) -> FileLock:
 def _reusable(grade: KataGrade | None, sha: str | None, fingerprint: str, isolated: bool) -> bool:
     return (grade is not None and grade.outcome != runner.INTERNAL_ERROR and grade.sha256 == sha
             and grade.graders == fingerprint and (grade.isolation not in ("", UNSAFE) or not isolated))
+
+
+def interrupt_on(*names: str) -> None:
+    """Stop as Ctrl-C does (ending the grading children, keeping what is finished) on these signals too,
+    where the platform has them (Windows has no SIGHUP): a cluster ends a Job's pod with SIGTERM."""
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    for name in names:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), interrupt)
 
 
 def grade_class(course: Course, submissions: list[Submission], katas: list[Kata], out: Path, *, jobs: int = 1,

@@ -35,13 +35,14 @@ from pathlib import Path
 
 from filelock import FileLock
 
+from kata.outcomes import PASSED
+
 SCHEMA_VERSION = 1
 FILE_NAME = ".kata-progress.json"
 ENV_VARIABLE = "KATA_PROGRESS"
 
 NOT_STARTED = "not-started"
 FAILING = "failing"
-PASSED = "passed"
 SKIPPED = "skipped"
 STATUSES = (NOT_STARTED, FAILING, PASSED, SKIPPED)
 

@@ -77,6 +77,16 @@ def relative(path: str | Path, root: Path | None = None) -> str:
     return str(path) if rel.startswith("..") else rel
 
 
+def make_console(stderr: bool = False) -> Console:
+    """Where a command prints (stderr when stdout holds a `--json` report)."""
+    return Console(stderr=stderr, highlight=False)
+
+
+def warning(message) -> None:
+    """A Python warning (a progress file set aside, say), one line on stderr."""
+    make_console(stderr=True).print(f"[yellow]warning:[/] {message}")
+
+
 def _frames(frames: list[Frame]) -> Text:
     text = Text()
     for frame in frames:
@@ -172,6 +182,16 @@ def check_result(console: Console, course: Course, kata: Kata, result: KataResul
                           "like these; fix the ones above first.[/]")
     _printed(console, result, show_output, keys)
     _footer(console, kata, result, hints_used, keys)
+
+
+def check_interrupted() -> None:
+    make_console(stderr=True).print("interrupted: the check was cancelled")
+
+
+def not_recorded(console: Console, result: KataResult, why: str | None) -> None:
+    """Why a check's result did not go into the progress file (`why`: None when it did)."""
+    if why is not None and result.outcome not in (runner.INTERNAL_ERROR, runner.DEVICE_UNAVAILABLE):
+        console.print(f"Not recorded in your progress: {why}.", style="dim")
 
 
 def _title(kata: Kata, result: KataResult) -> Text:
@@ -482,6 +502,10 @@ def hint(console: Console, kata: Kata, tier: int, shown: list[str], keys: bool =
                       f"[dim]`kata hint {kata.id}` again for hint {tier + 1} of {len(kata.hints)}.[/]")
 
 
+def solution_not_revealed(console: Console) -> None:
+    console.print("Not revealed. `kata hint` gives a smaller nudge.")
+
+
 def solution(console: Console, kata: Kata, source: str) -> None:
     console.print(Panel(Syntax(source, "python", line_numbers=True, word_wrap=True),
                         title=f"Reference solution of kata {kata.id}: {kata.title}", title_align="left"))
@@ -509,6 +533,47 @@ def doctor(console: Console, rows: list[tuple[str, str, bool]]) -> None:
     console.print(table)
 
 
+def next_kata(console: Console, kata: Kata | None, activation_hint: str | None) -> None:
+    """`kata next`: the kata to work on and the three commands of its loop; how to make `kata` a command."""
+    if kata is None:
+        console.print("[green bold]Every kata is passed (or skipped). Well done.[/]")
+        return
+    console.print(f"[bold]Kata {kata.id}: {kata.title}[/]")
+    console.print(f"  read    [bold]kata show {kata.id}[/]")
+    console.print(f"  edit    [cyan]{relative(kata.exercise)}[/]")
+    console.print(f"  check   [bold]kata check {kata.id}[/]")
+    if activation_hint:
+        console.print(f"[yellow]{activation_hint}[/]")
+
+
+def current_kata(console: Console, kata: Kata) -> None:
+    """`kata goto`: the kata now current, and where to go on."""
+    console.print(f"Current kata: [bold]{kata.id}[/] {kata.title}")
+    console.print(f"  edit    [cyan]{relative(kata.exercise)}[/]   (or `kata edit`)")
+    console.print("  watch   [bold]kata watch[/]")
+
+
+def skipped(console: Console, kata: Kata, status: str, following: Kata | None) -> None:
+    """`kata skip`: what became of the kata (`status`, now), and the kata that comes next."""
+    if status == prog.PASSED:
+        console.print(f"Kata {kata.id} is already passed: nothing to skip.")
+    else:
+        console.print(f"[yellow]Skipped[/] kata {kata.id} {kata.title} (not passed: `kata check {kata.id}` "
+                      "any time to come back to it).")
+    if following:
+        console.print(f"Next: [bold]{following.id}[/] {following.title}")
+
+
+def reset_all(console: Console, done) -> None:
+    """`kata reset --all`: how many katas changed, and the backup folder that undoes it."""
+    changed = [c for c in done.changes if c.changed]
+    console.print(f"[green]Reset[/] {len(changed)} of {len(done.changes)} katas to their stubs.")
+    if done.folder:
+        console.print(f"Everything as it was is in [cyan]{relative(done.folder)}[/] (exercise files "
+                      "in their folders, and the progress file): copy a file back to undo.")
+    console.print("Your progress is kept (`kata progress`).")
+
+
 def change(console: Console, verb: str, kata: Kata, changed: bool, backup: str | None,
            restored_from: str | None = None) -> None:
     if not changed:
@@ -519,6 +584,36 @@ def change(console: Console, verb: str, kata: Kata, changed: bool, backup: str |
     if backup:
         console.print(f"Your previous file is saved as [cyan]{relative(backup)}[/] "
                       f"(`kata restore {kata.id}` brings back the latest backup).")
+
+
+def verifying(console: Console, kata: Kata):
+    """The spinner while `kata verify` proves one kata (a context manager)."""
+    return console.status(f"verifying {kata.id} {kata.title}…")
+
+
+def verified(console: Console, kata: Kata, report) -> None:
+    """One kata proved (or not) by `kata verify`, as soon as it is."""
+    console.print(("[green]✓[/]" if report.ok else "[red]✗[/]") + f" {kata.id} {kata.title} "
+                  f"({len(report.runs)} runs, slowest {report.slowest:.1f} s)")
+
+
+def verify_progress(console: Console, progress_file: Path, checks: list, regrade: bool) -> None:
+    """`kata verify --progress`: each recorded pass proven or not, and what the proof is worth."""
+    ok = all(c.ok for c in checks)
+    if not checks:
+        console.print(f"No kata is recorded as passed in {progress_file}.")
+    for check in checks:
+        mark = "[green]✓[/]" if check.ok else "[red]✗[/]"
+        console.print(f"{mark} {check.kata} {check.verdict}" + (f": {check.detail}" if check.detail else ""))
+    if checks and regrade:
+        console.print("[green bold]every pass is proven[/] (each file graded again and passed)" if ok
+                      else "[red bold]some passes are not proven[/]")
+    elif checks:
+        console.print(("[green bold]every pass names the file as it is now[/]" if ok
+                       else "[red bold]some passes do not match their files[/]")
+                      + ": identity only (the SHA-256 says which file was recorded as passing, not that it "
+                      "passes: a pass written by hand with the right hash matches too). --regrade grades "
+                      "each file again.")
 
 
 def verify_report(console: Console, reports: list, seconds: float) -> None:

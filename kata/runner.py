@@ -32,11 +32,19 @@ from kata.course import Course, Kata
 from kata.grading import cgroup, isolation, protocol
 from kata.grading.limits import MEMORY_EXIT_CODE
 from kata.grading.scan import scan
+from kata.outcomes import (
+    EXIT_CRASH,
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_PASSED,
+    EXIT_TIMEOUT,
+    EXIT_USAGE,
+    FAILED,
+    NOT_IMPLEMENTED,
+    PASSED,
+)
 
-# Kata outcomes.
-PASSED = "passed"
-FAILED = "failed"
-NOT_IMPLEMENTED = "not-implemented"
+# Kata outcomes (PASSED, FAILED and NOT_IMPLEMENTED: kata.outcomes).
 SYNTAX_ERROR = protocol.SYNTAX_ERROR
 IMPORT_ERROR = protocol.IMPORT_ERROR
 EXCEPTION = protocol.EXCEPTION
@@ -49,15 +57,7 @@ MEMORY = protocol.MEMORY  # the student's code needed more memory than the kata'
 DEVICE_UNAVAILABLE = "device-unavailable"  # --device named a device this machine lacks: nothing ran
 INCOMPLETE = "incomplete"  # the checks that ran passed, but not every CPU check ran: no verdict, no points
 
-# Exit codes of `kata check` (documented in the README).
-EXIT_PASSED = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_TIMEOUT = 3
-EXIT_CRASH = 4
-EXIT_INTERNAL = 5
-EXIT_INTERRUPTED = 130
-
+# The exit code of `kata check` for each outcome; every other outcome is EXIT_FAILED.
 _EXIT_CODES = {PASSED: EXIT_PASSED, TIMEOUT: EXIT_TIMEOUT, CRASH: EXIT_CRASH, MEMORY: EXIT_CRASH,
                INTERNAL_ERROR: EXIT_INTERNAL, DEVICE_UNAVAILABLE: EXIT_USAGE}
 LOG_HEAD = 2000  # characters of the child's own output kept from its start...

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from kata.course import Course, Kata
+
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 STUB = ("# YOUR CODE HERE", "raise NotImplementedError()")
@@ -47,3 +49,9 @@ def count_regions(solution: str) -> int:
 def strip_markers(solution: str) -> str:
     """The solution as a self-learner reads it: the marker lines removed."""
     return "\n".join(line for line in solution.split("\n") if BEGIN not in line and END not in line)
+
+
+def stale_stubs(course: Course) -> list[Kata]:
+    """The katas whose committed exercise.py is not the stub derived from their solution (`kata stubs`)."""
+    return [k for k in course.katas
+            if k.exercise.read_text(encoding="utf-8") != derive_stub(k.solution.read_text(encoding="utf-8"))]

@@ -3,9 +3,9 @@ your own code.
 
 Everything is the student's: the Transformer of kata 9.9 (and the pieces under it, through
 `kata.earlier` in its "own" mode: your exercises/ files), and the optimiser, schedule, loss,
-train_step and greedy_decode of kata 9.10 (`exercises/9.10-training/exercise.py`, loaded by path).
-The data, model size and recipe are the task's (`kata.capstone`); the copy task's are the ones the 9.10
-capstone check uses, and its run with seed 0 is the one `kata viz 9.10` draws.
+train_step and greedy_decode of the capstone kata (course.toml's `capstone = true`: 9.10, its exercise.py
+loaded by path). The data, model size and recipe are the task's (`kata.capstone`); the copy task's are the
+ones the capstone's check uses, and its run with seed 0 is the one `kata viz` of the capstone draws.
 
     from rich.console import Console
     from kata.train_demo import train_demo
@@ -29,9 +29,8 @@ from kata import copy_task
 from kata.course import Course, CourseError, load_course
 from kata.earlier import MODE_VARIABLE, REFERENCE
 from kata.student_code import CodeError, explain, load_kata_file, use_check_threads
-from kata.viz.data import SEED as VIZ_SEED  # the seed of the run `kata viz 9.10` draws
+from kata.viz.data import SEED as VIZ_SEED  # the seed of the run `kata viz` of the capstone draws
 
-KATA_ID = "9.10"
 N_EXAMPLES = 6
 
 
@@ -77,7 +76,9 @@ def _train(console: Console, course: Course, task: copy_task.CopyTask, seed: int
 
     steps = task.steps if steps is None else steps
     use_check_threads()
-    kata = course.find(KATA_ID)
+    kata = course.capstone
+    if kata is None:
+        raise CodeError(f"{course.file} names no capstone kata (`capstone = true`): there is no training code to run")
     student = load_kata_file(course, kata, kata.exercise,
                              needs=("make_optimizer", "make_scheduler", "train_step", "greedy_decode"))
     try:
@@ -148,12 +149,12 @@ def _train(console: Console, course: Course, task: copy_task.CopyTask, seed: int
             console.print(f"The {task.name} task asks for {task.target_accuracy}{shorter}. Its held-out sources carry "
                           f"{task.eval_padding} more pad columns than training had: a Transformer whose padding masks "
                           "let the encoder or the cross-attention read the padding fails here even when it copies "
-                          f"(`kata check 9.9`); `kata check {KATA_ID}` checks the training code.", highlight=False)
+                          f"(`kata check 9.9`); `kata check {kata.id}` checks the training code.", highlight=False)
         else:
-            console.print(f"The capstone check asks for {task.target_accuracy}{shorter}: `kata check {KATA_ID}` "
+            console.print(f"The capstone check asks for {task.target_accuracy}{shorter}: `kata check {kata.id}` "
                           "shows which piece is off.", highlight=False)
     elif task == copy_task.TASK and seed == VIZ_SEED and steps == task.steps:
-        console.print(f"`kata viz {KATA_ID}` draws this run: its curves and the trained model's attention.",
+        console.print(f"`kata viz {kata.id}` draws this run: its curves and the trained model's attention.",
                       highlight=False)
     return run
 

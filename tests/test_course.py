@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from kata.course import CourseError, CourseNotFound, find_course_root, load_course
+from tests.conftest import REPO
 
 
 def edit_toml(root, old: str, new: str, count: int = 1) -> None:
@@ -133,3 +134,37 @@ def test_kata_at_a_folder(course):
     assert course.kata_at(kata.exercise_dir / "viz") is kata
     assert course.kata_at(course.root) is None
     assert course.kata_at(course.root / "exercises") is None
+
+
+def test_pictures_and_the_capstone_are_read_from_the_course(course):
+    assert [k.id for k in course.with_pictures] == ["9.3", "9.4", "9.6", "9.8", "9.10"]
+    assert course.find("9.4").pictures == "attention weights of every head on a sentence"
+    assert course.find("9.1").pictures is None
+    assert course.capstone is course.find("9.10")
+    assert course.find("9.10").pictures_file == course.root / "solutions" / "9.10-training" / "pictures.py"
+
+
+def test_pictures_and_capstone_are_validated(course_root):
+    edit_toml(course_root, 'pictures = "attention weights of every head on a sentence"', 'pictures = ""')
+    edit_toml(course_root, 'capstone = true', 'capstone = "yes"')
+    found = problems(course_root)
+    assert any("kata 9.4: field 'pictures': must say in a few words what the pictures show" in p for p in found)
+    assert any("kata 9.10: field 'capstone': must be true or false, found 'yes'" in p for p in found)
+
+
+def test_one_kata_at_most_is_the_capstone(course_root):
+    edit_toml(course_root, 'time_budget_s = 30', 'time_budget_s = 30\ncapstone = true')
+    found = problems(course_root)
+    assert any("field 'capstone': one kata at most is the capstone, found 9.1, 9.10" in p for p in found)
+
+
+def test_the_readme_lists_the_katas_of_course_toml():
+    """The README's table of katas is written by hand: it must say what course.toml says (ids and slugs, in
+    order), and its first paragraphs must name the katas with pictures."""
+    course = load_course(REPO)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("\n## The katas\n", 1)[1].strip().split("\n\n", 1)[0]
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+    assert [(row[0], row[1]) for row in rows] == [(k.id, k.slug) for k in course.katas]
+    first, others = re.search(r"`kata viz ([\d.]+)`\s+\(and ([^)]*)\)", readme).groups()
+    assert sorted([first, *others.split(", ")]) == sorted(k.id for k in course.with_pictures)

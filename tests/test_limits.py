@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from kata import runner
+from kata import outcomes, runner
 from kata.grading import protocol
 from tests.conftest import CORRECT_SOFTMAX
 
@@ -32,7 +32,7 @@ def test_a_huge_allocation_in_a_check_hits_the_memory_limit(course, softmax_file
     waste = "    waste = torch.empty(3 * 1024 ** 3, dtype=torch.uint8)\n"
     body = CORRECT_SOFTMAX.replace("def softmax(x, dim=-1):\n", "def softmax(x, dim=-1):\n" + waste)
     result = grade(course, softmax_file(body), memory_mb=2048)
-    assert result.outcome == runner.MEMORY and result.exit_code == runner.EXIT_CRASH
+    assert result.outcome == runner.MEMORY and result.exit_code == outcomes.EXIT_CRASH
     assert "used more than 2 GiB of memory, the kata's limit" in result.message
     assert {c.status for c in result.checks} == {protocol.MEMORY}
     assert result.checks[0].frames[-1].line == 5  # the student's line that allocated
@@ -63,7 +63,7 @@ def test_the_limit_leaves_room_for_torch_and_the_graders(course, softmax_file):
 def test_running_past_the_time_budget_is_a_timeout(course, softmax_file):
     path = softmax_file("import time\nimport torch\n\ndef softmax(x, dim=-1):\n    time.sleep(3600)\n")
     result = runner.run_kata(course, course.find("9.1"), path, timeout=40)
-    assert result.outcome == runner.TIMEOUT and result.exit_code == runner.EXIT_TIMEOUT
+    assert result.outcome == runner.TIMEOUT and result.exit_code == outcomes.EXIT_TIMEOUT
     assert "ran longer than 40 s, the kata's time budget" in result.message
     assert result.seconds < 60, "the process group is killed at the budget"
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from kata import doctor, editor, outcomes, render, runner
 from kata import progress as prog
-from kata import render, runner
 from kata.cli import main
 from kata.course import load_course
 from kata.workspace import stub_text
@@ -70,7 +70,7 @@ def test_goto_sets_the_current_kata_for_watch_and_commands_without_an_id(course_
 
 def test_goto_unknown_kata_is_a_usage_error(course_root):
     result = kata("goto", "9.99")
-    assert result.exit_code == runner.EXIT_USAGE and "no kata '9.99'" in result.output
+    assert result.exit_code == outcomes.EXIT_USAGE and "no kata '9.99'" in result.output
 
 
 def test_reset_all_backs_up_everything_once(course_root):
@@ -96,8 +96,8 @@ def test_reset_all_backs_up_everything_once(course_root):
 
 
 def test_reset_needs_an_id_or_all(course_root):
-    assert kata("reset").exit_code == runner.EXIT_USAGE
-    assert kata("reset", "9.1", "--all").exit_code == runner.EXIT_USAGE
+    assert kata("reset").exit_code == outcomes.EXIT_USAGE
+    assert kata("reset", "9.1", "--all").exit_code == outcomes.EXIT_USAGE
 
 
 @pytest.fixture
@@ -130,14 +130,14 @@ def test_edit_without_any_editor_is_a_clear_error(course_root, monkeypatch, tmp_
     monkeypatch.delenv("VISUAL", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     result = kata("edit", "9.1")
-    assert result.exit_code == runner.EXIT_USAGE
+    assert result.exit_code == outcomes.EXIT_USAGE
     assert "no editor found: set EDITOR" in result.output
 
 
 def test_edit_with_a_missing_editor_names_it(course_root, monkeypatch):
     monkeypatch.setenv("EDITOR", "no-such-editor-anywhere")
     result = kata("edit", "9.1")
-    assert result.exit_code == runner.EXIT_USAGE and "'no-such-editor-anywhere' is not a program" in result.output
+    assert result.exit_code == outcomes.EXIT_USAGE and "'no-such-editor-anywhere' is not a program" in result.output
 
 
 def test_verify_progress_accepts_proven_passes_and_flags_changed_files(course_root):
@@ -152,6 +152,19 @@ def test_verify_progress_accepts_proven_passes_and_flags_changed_files(course_ro
     exercise.write_text(CORRECT_SOFTMAX + "# edited after passing\n", encoding="utf-8")
     result = kata("verify", "--progress")
     assert result.exit_code == 1 and "9.1 changed" in result.output and "kata check 9.1" in result.output
+
+
+def test_the_editor_is_chosen_without_the_cli(monkeypatch, tmp_path):
+    file = tmp_path / "exercise.py"
+    monkeypatch.setenv("EDITOR", "no-such-editor-anywhere")
+    with pytest.raises(editor.EditorError, match="'no-such-editor-anywhere' is not a program"):
+        editor.editor_command(file)
+    monkeypatch.setenv("EDITOR", f"{sys.executable} -u")
+    assert editor.editor_command(file) == [sys.executable, "-u", str(file)]
+
+
+def test_kata_run_as_a_module_needs_no_activation_hint():
+    assert doctor.activation_hint(argv0="python") is None
 
 
 def test_failure_locations_are_paths_an_editor_can_open(course_root, monkeypatch):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kata import runner
+from kata import outcomes, runner
 from kata.grading import protocol
 from tests.conftest import CORRECT_SOFTMAX
 
@@ -31,7 +31,7 @@ def assert_no_grader_source(result):
 def test_correct_file_passes_every_check(course, softmax_file):
     result = grade(course, softmax_file(CORRECT_SOFTMAX))
     assert result.outcome == runner.PASSED, [c.message for c in result.checks if not c.passed]
-    assert result.exit_code == runner.EXIT_PASSED
+    assert result.exit_code == outcomes.EXIT_PASSED
     assert len(result.checks) >= 10 and all(c.passed for c in result.checks)
     assert result.points == pytest.approx(result.max_points) == 10
     assert result.devices == ["cpu"] and result.cuda_verified is False
@@ -50,7 +50,7 @@ def test_checks_carry_title_device_dtype_and_weight(course, softmax_file):
 def test_stub_is_not_implemented(course):
     result = grade(course, course.find("9.1").exercise)
     assert result.outcome == runner.NOT_IMPLEMENTED
-    assert result.exit_code == runner.EXIT_FAILED
+    assert result.exit_code == outcomes.EXIT_FAILED
     assert {c.status for c in result.checks} == {protocol.NOT_IMPLEMENTED}
     assert all(c.frames and c.frames[-1].code == "raise NotImplementedError()" for c in result.checks)
 
@@ -58,7 +58,7 @@ def test_stub_is_not_implemented(course):
 def test_syntax_error_names_file_line_and_code(course, softmax_file):
     path = softmax_file("import torch\n\ndef softmax(x, dim=-1)\n    return x\n")
     result = grade(course, path)
-    assert result.outcome == runner.SYNTAX_ERROR and result.exit_code == runner.EXIT_FAILED
+    assert result.outcome == runner.SYNTAX_ERROR and result.exit_code == outcomes.EXIT_FAILED
     assert result.frames[0].file == str(path) and result.frames[0].line == 3
     assert result.frames[0].code == "def softmax(x, dim=-1)"
     assert "SyntaxError" in result.message
@@ -107,7 +107,7 @@ def test_wrong_values_fail_with_a_tensor_aware_message(course, softmax_file):
 def test_infinite_loop_times_out_naming_the_check(course, softmax_file):
     path = softmax_file("import torch\n\ndef softmax(x, dim=-1):\n    while True:\n        pass\n")
     result = grade(course, path, timeout=6)
-    assert result.outcome == runner.TIMEOUT and result.exit_code == runner.EXIT_TIMEOUT
+    assert result.outcome == runner.TIMEOUT and result.exit_code == outcomes.EXIT_TIMEOUT
     assert "ran longer than 6 s" in result.message
     assert "during check test_" in result.message
     assert result.seconds < 15
@@ -116,7 +116,7 @@ def test_infinite_loop_times_out_naming_the_check(course, softmax_file):
 def test_os_exit_is_a_crash_not_a_pass(course, softmax_file):
     path = softmax_file("import os\n\ndef softmax(x, dim=-1):\n    os._exit(0)\n")
     result = grade(course, path)
-    assert result.outcome == runner.CRASH and result.exit_code == runner.EXIT_CRASH
+    assert result.outcome == runner.CRASH and result.exit_code == outcomes.EXIT_CRASH
     assert "ended early with exit code 0" in result.message and "os._exit()" in result.message
 
 
@@ -145,7 +145,7 @@ def test_megabytes_of_printing_are_captured_and_cut(course, softmax_file):
 def test_forbidden_builtin_is_refused_before_running(course, softmax_file):
     path = softmax_file("import torch.nn.functional as F\n\ndef softmax(x, dim=-1):\n    return F.softmax(x, dim)\n")
     result = grade(course, path)
-    assert result.outcome == runner.FORBIDDEN and result.exit_code == runner.EXIT_FAILED
+    assert result.outcome == runner.FORBIDDEN and result.exit_code == outcomes.EXIT_FAILED
     assert "torch.nn.functional.softmax" in result.message
     assert [(f.line, f.code) for f in result.frames] == [(4, "return F.softmax(x, dim)")]
     assert not result.checks
@@ -228,7 +228,7 @@ def test_points_never_come_from_part_of_the_checks(course, softmax_file, tmp_pat
     assert [c.status for c in result.checks] == [protocol.PASSED, protocol.SKIPPED]
     assert result.outcome == runner.INCOMPLETE and not result.passed and not result.complete
     assert result.points == 0 and all(c.points == 0 for c in result.checks)
-    assert result.exit_code == runner.EXIT_FAILED and "1 of 2 checks were skipped" in result.message
+    assert result.exit_code == outcomes.EXIT_FAILED and "1 of 2 checks were skipped" in result.message
     assert runner.not_recorded(course.find("9.1"), result) == "not every CPU check ran"
     full = grade(course, softmax_file(CORRECT_SOFTMAX))
     assert full.passed and full.complete and full.points == full.max_points

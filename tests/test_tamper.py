@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from kata import runner
+from kata import outcomes, runner
 from kata.grading import protocol
 from tests.conftest import CORRECT_SOFTMAX
 
@@ -30,7 +30,7 @@ def grade(course, path, kata="9.1"):
 
 def assert_tampered(result, *words):
     assert result.outcome == runner.TAMPERED, (result.outcome, result.message, result.log[-2000:])
-    assert result.outcome != runner.PASSED and result.exit_code == runner.EXIT_FAILED
+    assert result.outcome != runner.PASSED and result.exit_code == outcomes.EXIT_FAILED
     assert "do not count" in result.message
     for word in words:
         assert word in result.message, result.message
@@ -409,7 +409,7 @@ def test_sys_exit_in_a_check_does_not_pass(course, softmax_file):
 
 def test_os_exit_at_import_is_a_crash(course, softmax_file):
     result = grade(course, softmax_file("import os\nos._exit(0)\n"))
-    assert result.outcome == runner.CRASH and result.exit_code == runner.EXIT_CRASH
+    assert result.outcome == runner.CRASH and result.exit_code == outcomes.EXIT_CRASH
     assert "ended early with exit code 0" in result.message
 
 

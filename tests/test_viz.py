@@ -20,13 +20,13 @@ from kata import progress as prog
 from kata.cli import main
 from kata.course import load_course
 from kata.stubs import strip_markers
-from kata.student_code import load_reference
-from kata.viz import PICTURES, data, draw, png, terminal
+from kata.student_code import CodeError, load_reference
+from kata.viz import data, draw, pictures, png, terminal
 from kata.viz.figure import Heatmap, Lines
-from kata.viz.katas import KATAS
 from tests.conftest import REPO
 from tests.test_cli import kata_exe
 
+PICTURES = [k.id for k in load_course(REPO).with_pictures]  # the katas with pictures, as course.toml says
 KINDS = {"9.3": ["attention"], "9.4": ["attention"], "9.6": ["similarity", "signal"],
          "9.8": ["positional-encoding"], "9.10": ["schedule", "training", "copy-attention"]}
 
@@ -50,7 +50,7 @@ def drawings(one_thread) -> dict[str, draw.Drawing]:
 def reference(kata_id: str):
     """The reference solution's module of a kata, on the reference pieces."""
     course = load_course(REPO)
-    return load_reference(course, course.find(kata_id), KATAS[kata_id].needs)
+    return load_reference(course, course.find(kata_id), pictures.load(course.find(kata_id)).needs)
 
 
 def solve(course, *kata_ids: str) -> None:
@@ -68,7 +68,17 @@ def viz(*args: str):
 
 
 def test_every_kata_with_pictures_has_its_builder():
-    assert set(PICTURES) == set(KATAS) == set(KINDS)
+    course = load_course(REPO)
+    builders = {kid: pictures.load(course.find(kid)) for kid in PICTURES}
+    assert set(PICTURES) == set(builders) == set(KINDS)
+    assert all(callable(b.build) and b.needs for b in builders.values())
+
+
+def test_pictures_without_their_code_are_a_clear_error(course_root):
+    kata = load_course(course_root).find("9.4")
+    kata.pictures_file.unlink()
+    with pytest.raises(CodeError, match=r"course.toml gives kata 9.4 pictures, but .*pictures.py is missing"):
+        pictures.load(kata)
 
 
 # The pictures: every kind, from the reference solutions.

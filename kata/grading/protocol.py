@@ -30,11 +30,10 @@ import hmac
 import json
 from dataclasses import dataclass, field
 
-# Check statuses.
-PASSED = "passed"
-FAILED = "failed"  # a grader's assertion about the student's results failed
+from kata.outcomes import FAILED, NOT_IMPLEMENTED, PASSED
+
+# Check statuses (PASSED, FAILED and NOT_IMPLEMENTED are kata outcomes too: kata.outcomes defines them).
 ERROR = "error"  # the student's code raised an exception
-NOT_IMPLEMENTED = "not-implemented"  # the student's code raised NotImplementedError (the stub)
 FORBIDDEN = "forbidden"  # the student's code called a built-in this kata forbids
 SKIPPED = "skipped"
 TAMPERED = "tampered"  # the student's code tried something the sandbox forbids (reading graders, ...)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kata.commands import UsageError, emit, json_option, open_course, select_katas
+from kata.cli_shared import UsageError, emit, json_option, open_course, select_katas
 
 
 def _require_notebook_tools() -> None:

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import click
 
-from kata.commands import UsageError, emit, json_option, open_course
-from kata.viz import PICTURES
+from kata.cli_shared import UsageError, emit, find_kata, json_option, open_course, render
 
 
-@click.command("viz", help=f"""Pictures of your own code: attention maps, encodings, schedules, training curves.
+@click.command("viz", help="""Pictures of your own code: attention maps, encodings, schedules, training curves.
 
-    Katas {", ".join(PICTURES)} have pictures. They are drawn by your code once the kata passes `kata check`,
-    by the reference solution (and labelled so) until then. Writes PNGs and prints their paths; --terminal
-    draws them here instead.""")
+    Some katas have pictures (asked for one without, this command names those that have). They are drawn
+    by your code once the kata passes `kata check`, by the reference solution (and labelled so) until then.
+    Writes PNGs and prints their paths; --terminal draws them here instead.""")
 @click.argument("kata_id")
 @click.option("--terminal", is_flag=True, help="Draw coarse heat maps and sparklines here instead of writing PNGs.")
 @click.option("--out", type=click.Path(path_type=Path, file_okay=False),
@@ -24,29 +23,24 @@ from kata.viz import PICTURES
 @json_option
 def viz_command(kata_id: str, terminal: bool, out: Path | None, as_json: bool) -> None:
     course = open_course()
-    try:
-        kata = course.find(kata_id)
-    except KeyError as exc:
-        raise UsageError(exc.args[0]) from None
-    if kata.id not in PICTURES:
+    kata = find_kata(course, kata_id)
+    if not kata.pictures:
         raise UsageError(f"kata {kata.id} has no pictures; these katas do:\n  "
-                         + "\n  ".join(f"{kid}: {what}" for kid, what in PICTURES.items()))
+                         + "\n  ".join(f"{k.id}: {k.pictures}" for k in course.with_pictures))
     if terminal and (as_json or out is not None):
         raise UsageError("--terminal draws here: give it without --json and --out")
-    from rich.console import Console
-
     from kata import progress as prog
     from kata.student_code import CodeError, use_check_threads
     from kata.viz import draw, png
     from kata.viz import terminal as term
 
-    console = Console(stderr=as_json, highlight=False)
+    console = render.make_console(stderr=as_json)
     use_check_threads()
     states = prog.Progress(prog.progress_path(course.root)).load()
     # With --json, whatever the student's code prints goes to stderr: stdout holds the JSON alone.
     quiet = contextlib.redirect_stdout(sys.stderr) if as_json else contextlib.nullcontext()
     try:
-        with console.status(f"drawing kata {kata.id}: {PICTURES[kata.id]}…"), quiet:
+        with console.status(f"drawing kata {kata.id}: {kata.pictures}…"), quiet:
             drawing = draw.draw(course, kata, states)
     except CodeError as exc:
         raise UsageError(f"the reference solution of kata {kata.id} cannot draw (is the course complete?): "

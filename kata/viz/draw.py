@@ -20,8 +20,8 @@ from kata import earlier
 from kata import progress as prog
 from kata.course import Course, Kata
 from kata.student_code import CodeError, explain, load_kata_file
+from kata.viz import pictures as kata_pictures
 from kata.viz.figure import Figure
-from kata.viz.katas import KATAS, KataPictures
 
 YOURS = "yours"
 REFERENCE = "reference"
@@ -62,10 +62,10 @@ def whose_code(course: Course, kata: Kata, states: dict[str, prog.KataProgress])
 
 
 def draw(course: Course, kata: Kata, states: dict[str, prog.KataProgress]) -> Drawing:
-    """Build the pictures of `kata` (one with pictures: kata.viz.PICTURES) from the right code, labelled.
+    """Build the pictures of `kata` (one with pictures: course.toml's `pictures`) from the right code, labelled.
 
     Raises CodeError only when the reference solution itself cannot draw (a broken course)."""
-    pictures = KATAS[kata.id]
+    pictures = kata_pictures.load(kata)
     whose, why, short = whose_code(course, kata, states)
     error = None
     if whose == YOURS:
@@ -86,7 +86,7 @@ def draw(course: Course, kata: Kata, states: dict[str, prog.KataProgress]) -> Dr
     return Drawing(kata, whose, why, error, figures)
 
 
-def _build(course: Course, kata: Kata, pictures: KataPictures, *, own: bool) -> list[Figure]:
+def _build(course: Course, kata: Kata, pictures: kata_pictures.KataPictures, *, own: bool) -> list[Figure]:
     """The kata's figures from its exercise (own, on the student's earlier pieces) or its solution (on the
     reference pieces). What the student's code raises comes back as a CodeError naming their file and line."""
     with earlier.resolving(earlier.OWN if own else earlier.REFERENCE):
