@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from kata import __version__, runner, workspace
+from kata import __version__, runner, scaffold, workspace
 from kata import progress as prog
 from kata.capstone import TASK, TASKS
 from kata.cli_shared import UsageError, emit, find_kata, json_option, open_course, render, select_katas
@@ -703,6 +703,26 @@ def classroom_grade(kata_id: str, submission: Path) -> None:
         click.echo(f"{test['status']:>5}  {test['score']:.4g}  {test['name']}", err=True)
     click.echo(f"{kata.id}: {sum(t['score'] for t in data['tests']):.4g} of {kata.points:g} points", err=True)
     click.echo(line)
+
+
+@main.command("new")
+@click.argument("kata_id", metavar="ID")
+@click.argument("slug")
+@click.option("--title", help="The kata's title (default: the slug in words).")
+@click.option("--requires", multiple=True, metavar="ID", help="A kata whose pieces this one imports (repeatable).")
+@json_option
+def new_command(kata_id: str, slug: str, title: str | None, requires: tuple[str, ...], as_json: bool) -> None:
+    """For course authors: start a new kata (course.toml entry, solution, README, graders, folders)."""
+    course = open_course()
+    new = scaffold.NewKata(kata_id, slug, title or slug.replace("-", " ").capitalize(), requires)
+    try:
+        written = scaffold.create(course, new)
+    except scaffold.ScaffoldError as exc:
+        raise UsageError(str(exc)) from None
+    if as_json:
+        emit("new", {"kata": kata_id, "written": [str(p) for p in written]})
+        return
+    render.new_kata(render.make_console(), kata_id, written)
 
 
 @main.command()

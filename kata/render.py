@@ -586,6 +586,17 @@ def change(console: Console, verb: str, kata: Kata, changed: bool, backup: str |
                       f"(`kata restore {kata.id}` brings back the latest backup).")
 
 
+def new_kata(console: Console, kata_id: str, written: list[Path]) -> None:
+    """`kata new`: the files written, and what makes the kata done."""
+    console.print(f"[green]Created[/] kata {kata_id}:")
+    for path in written:
+        console.print(f"  {relative(path)}")
+    console.print("Fill in every TODO(kata new): the solution and its README, the hints in course.toml, the "
+                  "graders (the shared checks are there), at least three planted mistakes and four alternatives. "
+                  f"Then `kata stubs --write` and `kata verify {kata_id}`, which lists what is still missing, "
+                  "and a row in the README's table of katas.")
+
+
 def verifying(console: Console, kata: Kata):
     """The spinner while `kata verify` proves one kata (a context manager)."""
     return console.status(f"verifying {kata.id} {kata.title}…")

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from kata.course import Course, Kata
 from kata.runner import NOT_IMPLEMENTED, PASSED, KataResult, run_kata
+from kata.scaffold import TODO, todos
 from kata.stubs import StubError, count_regions, derive_stub
 
 SEEDS = (0, 1, 2)
@@ -175,6 +176,7 @@ def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, 
     if kata.exercise.read_text(encoding="utf-8") != stub:
         report.problems.append(f"{kata.exercise} is not the stub derived from {kata.solution.name} "
                                "(`kata stubs --write` regenerates it)")
+    report.problems += [f"{where}: {TODO} left" for where in todos(course, kata)]
     if len(kata.hints) < MIN_HINTS:
         report.problems.append(f"course.toml: kata {kata.id}: {len(kata.hints)} hint tiers, want {MIN_HINTS}")
     mistakes = kata.mistakes()
