@@ -59,16 +59,15 @@ def check_inputs_unchanged(call: Callable[[], object], inputs: Mapping[str, torc
                  MODIFIES_INPUT)
 
 
-def check_output_like(out, x: torch.Tensor, what: str, *, context: str = "", shape: bool = True,
-                      finite: bool = False, hint: str = "") -> torch.Tensor:
-    """`out` itself, once it is a tensor with `x`'s dtype and device (and shape, unless `shape=False`);
-    with `finite`, also free of NaN and Inf. `hint` follows the failure (".to() must move the parameters")."""
+def check_output_like(out, x: torch.Tensor, what: str, *, context: str = "", finite: bool = False,
+                      hint: str = "") -> torch.Tensor:
+    """`out` itself, once it is a tensor with `x`'s shape, dtype and device; with `finite`, also free of
+    NaN and Inf. `hint` follows the failure ("gamma and beta must be parameters so that .to() moves them")."""
     if not isinstance(out, torch.Tensor):
         fail(f"{what} should return a tensor, got {type(out).__name__}" + (f" for {context}" if context else ""))
-    if out.dtype != x.dtype or out.device.type != x.device.type or (shape and out.shape != x.shape):
-        kept = "shape, dtype and device" if shape else "dtype and device"
-        fail(f"{what} returned {describe(out)} for an input {describe(x)}: outputs keep the input's {kept}"
-             + (f" ({context})" if context else "") + (f". {hint}" if hint else ""))
+    if out.dtype != x.dtype or out.device.type != x.device.type or out.shape != x.shape:
+        fail(f"{what} returned {describe(out)} for an input {describe(x)}: outputs keep the input's shape, dtype "
+             "and device" + (f" ({context})" if context else "") + (f". {hint}" if hint else ""))
     if finite:
         assert_finite(out, context=context)
     return out
