@@ -624,8 +624,8 @@ def gradescope_build(out: Path, keys: tuple[str, ...]) -> None:
         names = gs.build(course, katas, out.resolve())
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
-    click.echo(f"wrote {out} ({len(names)} files): katas {', '.join(k.id for k in katas)}, "
-               f"{sum(k.points for k in katas):g} points")
+    render.wrote(f"{out} ({len(names)} files)",
+                 f"katas {', '.join(k.id for k in katas)}, {sum(k.points for k in katas):g} points")
 
 
 @gradescope.command("run")
@@ -638,7 +638,7 @@ def gradescope_run(keys: tuple[str, ...], root: Path) -> None:
 
     course = open_course()
     results = gs.run(course, select_katas(course, keys), root)
-    click.echo(results["output"])
+    render.gradescope_output(results)
 
 
 @gradescope.command("selfcheck")
@@ -654,11 +654,9 @@ def gradescope_selfcheck(keys: tuple[str, ...]) -> None:
     katas = select_katas(course, keys)
     with tempfile.TemporaryDirectory(prefix="kata-selfcheck-") as scratch:
         problems = gs.selfcheck(course, katas, Path(scratch))
-    for problem in problems:
-        click.echo(problem, err=True)
+    render.selfcheck(katas, problems)
     if problems:
         sys.exit(1)
-    click.echo(f"every reference gets full marks here: {', '.join(k.id for k in katas)}")
 
 
 @main.group()
@@ -684,7 +682,7 @@ def classroom_workflow(keys: tuple[str, ...], repo: Path, course_repo: str | Non
     course = open_course()
     katas = select_katas(course, keys)
     path = gc.write_workflow(course, katas, repo, course_repo=course_repo, course_ref=course_ref)
-    click.echo(f"wrote {path}: {len(katas)} katas, {sum(k.points for k in katas):g} points")
+    render.wrote(path, f"{len(katas)} katas, {sum(k.points for k in katas):g} points")
 
 
 @classroom.command("grade")
@@ -699,10 +697,7 @@ def classroom_grade(kata_id: str, submission: Path) -> None:
     course = open_course()
     kata = _kata(course, kata_id)
     data, line = gc.grade_step(course, kata, submission.resolve())
-    for test in data["tests"]:
-        click.echo(f"{test['status']:>5}  {test['score']:.4g}  {test['name']}", err=True)
-    click.echo(f"{kata.id}: {sum(t['score'] for t in data['tests']):.4g} of {kata.points:g} points", err=True)
-    click.echo(line)
+    render.classroom_step(kata, data, line)
 
 
 @main.command("new")
@@ -731,15 +726,8 @@ def stubs(write: bool) -> None:
     """For course authors: check that each exercise.py is the stub derived from its solution."""
     course = open_course()
     stale = stale_stubs(course)
-    for kata in stale:
-        if write:
-            change = workspace.reset(course, kata)
-            backup = f" (previous file backed up to {change.backup})" if change.backup else ""
-            click.echo(f"rewrote {kata.exercise}{backup}")
-        else:
-            click.echo(f"stale: {kata.exercise}")
-    if not stale:
-        click.echo(f"all {len(course.katas)} stubs are derived from their solutions")
+    changes = [workspace.reset(course, kata) for kata in stale] if write else []
+    render.stubs_report(course, stale, changes)
     sys.exit(1 if stale and not write else 0)
 
 

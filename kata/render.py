@@ -5,12 +5,14 @@ Functions here take plain data (course, results, progress) and a `Console`; they
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
 from collections import defaultdict
 from pathlib import Path
 
+import click
 from rich import box
 from rich.console import Console, Group
 from rich.live import Live
@@ -584,6 +586,69 @@ def change(console: Console, verb: str, kata: Kata, changed: bool, backup: str |
     if backup:
         console.print(f"Your previous file is saved as [cyan]{relative(backup)}[/] "
                       f"(`kata restore {kata.id}` brings back the latest backup).")
+
+
+# Plain lines (no rich markup or wrapping): what instructors' scripts and CI logs read.
+
+
+def wrote(where: str | Path, what: str) -> None:
+    click.echo(f"wrote {where}: {what}")
+
+
+def gradescope_output(results: dict) -> None:
+    """`kata gradescope run`: the submission's feedback, for run_autograder's log."""
+    click.echo(results["output"])
+
+
+def selfcheck(katas: list[Kata], problems: list[str]) -> None:
+    """`kata gradescope selfcheck`: each problem on stderr, or that every reference gets full marks."""
+    for problem in problems:
+        click.echo(problem, err=True)
+    if not problems:
+        click.echo(f"every reference gets full marks here: {', '.join(k.id for k in katas)}")
+
+
+def classroom_step(kata: Kata, data: dict, line: str) -> None:
+    """`kata classroom grade`: the points check by check on stderr, the `result=` line for GitHub on stdout."""
+    for test in data["tests"]:
+        click.echo(f"{test['status']:>5}  {test['score']:.4g}  {test['name']}", err=True)
+    click.echo(f"{kata.id}: {sum(t['score'] for t in data['tests']):.4g} of {kata.points:g} points", err=True)
+    click.echo(line)
+
+
+def stubs_report(course: Course, stale: list[Kata], changes: list) -> None:
+    """`kata stubs`: the stale stubs, or those rewritten (`--write`), or that every stub is derived."""
+    for kata, change in itertools.zip_longest(stale, changes):
+        if change is None:
+            click.echo(f"stale: {kata.exercise}")
+        else:
+            backup = f" (previous file backed up to {change.backup})" if change.backup else ""
+            click.echo(f"rewrote {kata.exercise}{backup}")
+    if not stale:
+        click.echo(f"all {len(course.katas)} stubs are derived from their solutions")
+
+
+def nbgrader_exported(katas: list[Kata], report) -> None:
+    """`kata nbgrader export`: what was written, and the nbgrader commands that come next."""
+    names = list(report.assignments)
+    click.echo(f"Exported {len(katas)} kata(s) as {len(names)} nbgrader assignment(s) into {report.root}")
+    click.echo(f"  {len(report.written)} file(s) written, {len(report.unchanged)} unchanged")
+    first = names[0]
+    click.echo("\nNext, in that folder, with this Python environment active:")
+    for line in (
+        "nbgrader validate source/*/*.ipynb        # optional: each notebook's reference gets full marks",
+        f"nbgrader generate_assignment {first}    # release (\"*\" releases every assignment)",
+        f"nbgrader collect {first}                # or copy into submitted/<student>/{first}/",
+        f"nbgrader autograde {first}",
+        f"nbgrader generate_feedback {first}",
+        "nbgrader export                           # grades.csv",
+    ):
+        click.echo("  " + line)
+
+
+def notebook_written(kata: Kata, path: Path) -> None:
+    click.echo(f"Wrote {relative(path)}\nOpen it with `jupyter lab {relative(path)}`; its last cell runs "
+               f"`kata check {kata.id}`.")
 
 
 def new_kata(console: Console, kata_id: str, written: list[Path]) -> None:

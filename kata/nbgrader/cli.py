@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kata.cli_shared import UsageError, emit, json_option, open_course, select_katas
+from kata.cli_shared import UsageError, emit, json_option, open_course, render, select_katas
 
 
 def _require_notebook_tools() -> None:
@@ -54,20 +54,7 @@ def export_command(dest: Path, per_kata: bool, assignment: str | None, keys: tup
     if as_json:
         emit("nbgrader-export", report.to_dict())
         return
-    names = list(report.assignments)
-    click.echo(f"Exported {len(katas)} kata(s) as {len(names)} nbgrader assignment(s) into {report.root}")
-    click.echo(f"  {len(report.written)} file(s) written, {len(report.unchanged)} unchanged")
-    first = names[0]
-    click.echo("\nNext, in that folder, with this Python environment active:")
-    for line in (
-        "nbgrader validate source/*/*.ipynb        # optional: each notebook's reference gets full marks",
-        f"nbgrader generate_assignment {first}    # release (\"*\" releases every assignment)",
-        f"nbgrader collect {first}                # or copy into submitted/<student>/{first}/",
-        f"nbgrader autograde {first}",
-        f"nbgrader generate_feedback {first}",
-        "nbgrader export                           # grades.csv",
-    ):
-        click.echo("  " + line)
+    render.nbgrader_exported(katas, report)
 
 
 @click.command("notebook")
@@ -93,7 +80,4 @@ def notebook_command(kata_id: str, dest: Path | None, fresh: bool, force: bool) 
         path = write_student_notebook(course, kata, dest or kata.exercise_dir, fresh=fresh, force=force)
     except ExportError as exc:
         raise UsageError(str(exc)) from None
-    from kata.render import relative
-
-    click.echo(f"Wrote {relative(path)}\nOpen it with `jupyter lab {relative(path)}`; its last cell runs "
-               f"`kata check {kata.id}`.")
+    render.notebook_written(kata, path)
