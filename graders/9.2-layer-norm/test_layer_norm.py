@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
-from kata.toolkit.common import check_inputs_unchanged, check_output_like
+from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged, check_output_like
 from kata.toolkit.compare import CheckFailed, describe, is_close
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st, tensors
@@ -294,12 +294,11 @@ def test_gradients_match_torch(student, device, dtype):
     # Gradients cannot match while the output itself differs: say so first, with the forward's diagnosis.
     assert_close(out.detach(), expected.detach(), name="the output (before any gradient)", what="F.layer_norm",
                  context=f"x {describe(x)}", mistakes=mistakes_for(x, gamma, beta, eps))
-    for name, m, t, d in zip(("x", "gamma", "beta"), mine, theirs, detached, strict=True):
-        if m.grad is None:
-            fail(f"no gradient reached {name}: the output is detached from it (detach(), .data, .item() or a "
-                 "new tensor built from numbers cut the graph)")
-        assert_close(m.grad, t.grad, name=f"gradient of {name}", what="F.layer_norm's gradient",
-                     context=f"x {describe(x)}, loss (out * w).sum()", mistakes={DETACHED: d.grad})
+    names = ("x", "gamma", "beta")
+    check_gradients_equal({n: m.grad for n, m in zip(names, mine, strict=True)},
+                          {n: t.grad for n, t in zip(names, theirs, strict=True)}, what="F.layer_norm's gradient",
+                          context=f"x {describe(x)}, loss (out * w).sum()",
+                          mistakes={n: {DETACHED: d.grad} for n, d in zip(names, detached, strict=True)})
     # The module's parameters receive the same gradients as nn.LayerNorm's weight and bias.
     ref = nn.LayerNorm(shape[-1], eps=eps).to(device=device, dtype=dtype)
     with torch.no_grad():
@@ -309,12 +308,10 @@ def test_gradients_match_torch(student, device, dtype):
     (module(x) * weights).sum().backward()
     (ref(x) * weights).sum().backward()
     params = dict(module.named_parameters())
-    for name, theirs_p in (("gamma", ref.weight), ("beta", ref.bias)):
-        if params[name].grad is None:
-            fail(f"LayerNorm's `{name}` received no gradient: use the parameter itself in forward")
-        assert_close(params[name].grad, theirs_p.grad, name=f"gradient of LayerNorm.{name}",
-                     what=f"nn.LayerNorm's {'weight' if name == 'gamma' else 'bias'} gradient",
-                     context=f"x {describe(x)}, loss (out * w).sum()")
+    check_gradients_equal({f"LayerNorm.{n}": params[n].grad for n in ("gamma", "beta")},
+                          {"LayerNorm.gamma": ref.weight.grad, "LayerNorm.beta": ref.bias.grad},
+                          what="nn.LayerNorm's gradient (of weight, of bias)",
+                          context=f"x {describe(x)}, loss (out * w).sum()")
 
 
 @given(x=tensors(min_dims=1, max_dims=4, max_side=6), data=st.data())

@@ -17,7 +17,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import Mistake, assert_close, fail
-from kata.toolkit.common import DROPOUT_IN_EVAL, check_batch_independence, check_inputs_unchanged
+from kata.toolkit.common import (
+    DROPOUT_IN_EVAL,
+    check_batch_independence,
+    check_gradients_equal,
+    check_inputs_unchanged,
+)
 from kata.toolkit.compare import describe
 from kata.toolkit.properties import given, st
 
@@ -387,12 +392,8 @@ def test_gradients_match_torch(student, device, dtype):
                        "w_v.weight": w_v, "w_v.bias": b_v,
                        "w_o.weight": ref.out_proj.weight.grad, "w_o.bias": ref.out_proj.bias.grad}
     grads["student"] |= {name: p.grad for name, p in mine.named_parameters()}
-    for name, expected in grads["torch"].items():
-        got = grads["student"].get(name)
-        if got is None:
-            fail(f"no gradient reached {name}: it is not used in the forward (or the graph was cut)")
-        assert_close(got, expected, name=f"gradient of {name}", what="nn.MultiheadAttention's",
-                     context=context + ", loss (output * g).sum()")
+    check_gradients_equal(grads["student"], grads["torch"], what="nn.MultiheadAttention's",
+                          context=context + ", loss (output * g).sum()")
 
 
 # ---- properties --------------------------------------------------------------------------------------------

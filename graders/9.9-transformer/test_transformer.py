@@ -25,7 +25,12 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
-from kata.toolkit.common import DROPOUT_IN_EVAL, check_batch_independence, check_inputs_unchanged
+from kata.toolkit.common import (
+    DROPOUT_IN_EVAL,
+    check_batch_independence,
+    check_gradients_equal,
+    check_inputs_unchanged,
+)
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.properties import given, settings, st
 from kata.toolkit.torch_layers import (
@@ -569,14 +574,11 @@ def test_gradients_match_torch(student, device, dtype):
             grads = {n: p.grad for n, p in torch_stack.named_parameters()}
             expected.update({f"{stack}.{n}": g for n, g in from_torch_state(grads).items()})
         params = dict(model.named_parameters())
-        for name, grad in expected.items():
-            mine = params.get(name)
-            if mine is None:
-                fail(f"the model has no parameter {name} ({context})")
-            if mine.grad is None:
-                fail(f"no gradient reached {name} ({context}): is it used in forward?")
-            assert_close(mine.grad, grad, name=f"gradient of {name}", what="PyTorch's", context=context,
-                         rtol=RTOL.get(dtype))
+        missing = [name for name in expected if name not in params]
+        if missing:
+            fail(f"the model has no parameter {missing[0]} ({context})")
+        check_gradients_equal({name: p.grad for name, p in params.items()}, expected, what="PyTorch's",
+                              context=context, rtol=RTOL.get(dtype))
 
 
 # ---- size and initialisation ------------------------------------------------------------------------

@@ -73,6 +73,24 @@ def check_output_like(out, x: torch.Tensor, what: str, *, context: str = "", fin
     return out
 
 
+def check_gradients_equal(got: Mapping[str, torch.Tensor | None], expected: Mapping[str, torch.Tensor], *,
+                          what: str, context: str = "", rtol: float | None = None,
+                          mistakes: Mapping[str, Mapping] | None = None,
+                          unreached: Mapping[str, tuple[Mistake, ...]] | None = None) -> None:
+    """Every gradient the reference has (name -> tensor), the student's of the same name beside it: there
+    (else "no gradient reached NAME", naming the `unreached[NAME]` mistakes), and equal to it within
+    tolerance (`mistakes[NAME]`: the mistakes' gradients, as `assert_close` takes them). The gradients of
+    a wrong forward are wrong too: check the forward first."""
+    where = f" for {context}" if context else ""
+    for name, theirs in expected.items():
+        mine = got.get(name)
+        if mine is None:
+            fail(f"no gradient reached {name}{where}: it is not used in forward, or the graph was cut (detach(), "
+                 ".data, .item() or a new tensor built from numbers)", *(unreached or {}).get(name, ()))
+        assert_close(mine, theirs, name=f"gradient of {name}", what=what, context=context, rtol=rtol,
+                     mistakes=(mistakes or {}).get(name))
+
+
 def given_copies(module: torch.nn.Module) -> torch.nn.Module:
     """`module`, whose forward from now on receives copies of its tensor arguments: code that changes
     an input in place is named once, by `check_inputs_unchanged` (given the module without copies), and
