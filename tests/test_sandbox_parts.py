@@ -355,7 +355,7 @@ def test_listings_and_changes_of_hidden_paths_are_refused(policy):
 # (e) The dispatcher, installed for real in a child process
 
 DISPATCHER_SCRIPT = """
-import json, os, sys
+import json, os, signal, sys
 from kata.grading import sandbox
 
 key = bytes.fromhex(sys.argv[1])
@@ -372,12 +372,18 @@ for name, event, args in (("result", sandbox.RESULT, ("check", {"status": "passe
         outcomes[name] = str(error)
 with open(os.devnull) as f:  # not configured: no path policy yet
     outcomes["open"] = "accepted"
+handler = signal.getsignal(signal.SIGUSR1)
+outcomes["handler holds"] = [type(v).__name__ for v in (handler.__closure__ or ()) + handler.__defaults__]
+handler(signal.SIGUSR1, object())  # not a frame: ignored
+os.kill(os.getpid(), signal.SIGUSR1)  # a sample, once
+os.kill(os.getpid(), signal.SIGUSR1)
 os.close(write_end)
 print(json.dumps({"outcomes": outcomes, "results": os.read(read_end, 1 << 16).decode()}))
 """
 
 
 def test_the_dispatcher_obeys_the_plugins_commands_from_the_kata_package_only(tmp_path):
+    """And the stack signal's handler, anyone's to fetch, holds nothing of the hook's (no key, no writer)."""
     script = tmp_path / "dispatch.py"
     script.write_text(DISPATCHER_SCRIPT)
     done = subprocess.run([sys.executable, str(script), KEY.hex()], capture_output=True, text=True, timeout=120,
@@ -388,9 +394,11 @@ def test_the_dispatcher_obeys_the_plugins_commands_from_the_kata_package_only(tm
     assert outcomes["result"] == "kata: kata.result is for the grading plugin only (this attempt is reported)"
     assert outcomes["configure"].startswith("kata: kata.configure is for the grading plugin only")
     assert outcomes["tamper"] == "accepted" and outcomes["open"] == "accepted"
+    assert outcomes["handler holds"] == ["builtin_function_or_method", "str"]
     stream = protocol.verify_lines(answer["results"].encode(), KEY)
     assert stream.problems == []
-    assert [(e["event"], e["message"]) for e in stream.events] == [
+    assert [(e["event"], e.get("message")) for e in stream.events] == [
         ("tamper", "kata.result is for the grading plugin only"),
         ("tamper", "kata.configure is for the grading plugin only"),
-        ("tamper", "a report from anyone")]
+        ("tamper", "a report from anyone"), ("stack", None)]
+    assert stream.events[-1]["frames"] == []  # no student's file configured

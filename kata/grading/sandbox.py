@@ -68,6 +68,7 @@ TAINT = "kata.taint"
 SUBSTITUTE = "kata.substitute"
 THREAD = "kata.thread"
 FORK_EXEC = "kata.fork-exec"
+SAMPLE = "kata.sample"
 
 _installed = False
 
@@ -298,6 +299,14 @@ def install(*, key: bytes | None, fd: int) -> None:
     except ImportError:  # Windows
         pass
     sys.addaudithook(_make_hook(key, fd, start_new_thread, fork_exec))
+    import contextlib
+    import signal
+
+    from kata.grading.protocol import STACK_SIGNAL
+
+    if hasattr(signal, STACK_SIGNAL):
+        with contextlib.suppress(ValueError):  # outside the main thread: no samples, the rest works
+            signal.signal(getattr(signal, STACK_SIGNAL), _sample_stack)
     # `_posixsubprocess.fork_exec` (what subprocess and multiprocessing start processes with) raises no
     # audit event: it goes through the hook too, which holds the only reference to the real one.
     if fork_exec is not None:
@@ -350,6 +359,12 @@ def _shm_open(*args, **kwargs):
     raise TamperError("kata: shared memory is not available while your code is graded")
 
 
+def _sample_stack(signum, frame, audit=sys.audit, event=SAMPLE):
+    """The handler of the parent's stack signal: the hook writes the sample. A signal's handler is anyone's
+    to fetch (signal.getsignal) and a closure's cells anyone's to read, so this one holds nothing."""
+    audit(event, frame)
+
+
 # --------------------------------------------------------------------------------------------------
 # The hook's parts
 #
@@ -357,7 +372,8 @@ def _shm_open(*args, **kwargs):
 # functions of the built-in types, frozen data, a few cells of its own) and returns the closures in a
 # SimpleNamespace, which `_make_hook` hands on to the parts that need them. So at run time no closure
 # looks anything up through a name the student's code could rebind (a module attribute, a builtin): the
-# test suite checks that no closure loads a global. The parts:
+# test suite checks that no closure loads a global. And what the parts hold is reachable from the hook
+# only, which Python does not hand out. The parts:
 #   `_results_writer`   signs and writes the results; reports tampering
 #   `_who_is_running`   classifies frames: the student's code, the reference's, trusted code, other code
 #   `_seal`             snapshots the loaded modules and classes, and verifies them
@@ -386,7 +402,7 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
     reference = _reference_guard(who, results.tamper, deny)
     markers = _markers(who, seal, mode, reference, deny)
     routes = _plugin_commands(results, who, seal, mode, reference, markers, deny, start_new_thread, fork_exec)
-    return _dispatcher(routes, who, results)
+    return _dispatcher(routes)
 
 
 def _exact_str_keys():
@@ -1265,12 +1281,13 @@ def _plugin_commands(results, who, seal, mode, reference, markers, deny, start_n
     """The routes of the kata package's own events, `{event: route(event, args, frame)}`. Most are the
     plugin's, obeyed only when the kata package raises them with none of the student's code on the stack;
     the others answer for themselves (tampering reported, threads and processes started for the kata
-    package only, substitutions and taints noted). kata.configure builds the path policy and adds the
-    routes of the system's events (`_system_routes`) to the same table: until then, those pass."""
+    package only, substitutions and taints noted, the stack sampled once). kata.configure builds the
+    path policy and adds the routes of the system's events (`_system_routes`) to the same table: until
+    then, those pass."""
     STUDENT_CODE = _STUDENT_CODE
     write, tamper = results.write, results.tamper
     in_kata, student_on_stack, student_where = who.in_kata, who.student_on_stack, who.student_where
-    configure_who, register = who.configure, who.register
+    configure_who, register, classify = who.configure, who.register, who.classify
     take_seal, check_seal, arm_mode, clear_mode = seal.take, seal.check, mode.arm, mode.clear
     check_student_module, note_student_module = reference.check_student_module, reference.note_student_module
     store_reference, fetch_reference = reference.store, reference.fetch
@@ -1278,8 +1295,8 @@ def _plugin_commands(results, who, seal, mode, reference, markers, deny, start_n
     build_path_policy, build_system_routes = _path_policy, _system_routes
     loaded = sys.modules
     s_type, s_str, s_list, s_frozenset, s_issubclass = type, str, list, frozenset, issubclass
-    module_type = types.ModuleType
-    configured = False
+    module_type, frame_type = types.ModuleType, types.FrameType
+    configured = sampled = False
     get_default_dtype = None
 
     def plugin_only(command):
@@ -1337,6 +1354,24 @@ def _plugin_commands(results, who, seal, mode, reference, markers, deny, start_n
                    if s_issubclass(s_type(module), module_type)]
         take_seal(modules + s_list(extra), s_frozenset(graders), get_default_dtype)
 
+    def on_sample(event, args, frame) -> None:
+        # The parent's time budget ran out: write where the student's code is (their frames only), once. A
+        # signal that comes while the hook is busy is not answered: the parent asks again a moment later.
+        # Only a real frame: the handler can be called by the student's code with an object of theirs.
+        nonlocal sampled
+        stack = args[0] if args else None
+        if sampled or s_type(stack) is not frame_type:
+            return
+        frames = []
+        while stack is not None:
+            if classify(stack.f_code.co_filename) == STUDENT_CODE:
+                frames.append({"file": stack.f_code.co_filename, "line": stack.f_lineno,
+                               "function": stack.f_code.co_name})
+            stack = stack.f_back
+        frames.reverse()
+        sampled = True
+        write("stack", {"frames": frames})
+
     def on_tamper(event, args, frame) -> None:
         tamper(args[0] if args and s_type(args[0]) is s_str else "tampering", student_where(frame))
 
@@ -1368,7 +1403,8 @@ def _plugin_commands(results, who, seal, mode, reference, markers, deny, start_n
             taint(args[0])
 
     routes = {
-        TAMPER: on_tamper, THREAD: on_thread, FORK_EXEC: on_fork_exec, SUBSTITUTE: on_substitute, TAINT: on_taint,
+        SAMPLE: on_sample, TAMPER: on_tamper, THREAD: on_thread, FORK_EXEC: on_fork_exec, SUBSTITUTE: on_substitute,
+        TAINT: on_taint,
         RESULT: plugin_only(on_result), STUDENT: plugin_only(on_student), VERIFY: plugin_only(on_verify),
         FETCH_REFERENCE: plugin_only(on_fetch_reference), STORE_REFERENCE: plugin_only(on_store_reference),
         CONFIGURE: plugin_only(on_configure), SEAL: plugin_only(on_seal),
@@ -1512,23 +1548,14 @@ def _system_routes(who, paths, seal, markers, deny) -> dict:
     return routes
 
 
-def _dispatcher(routes: dict, who, results):
+def _dispatcher(routes: dict):
     """The audit hook itself: each event goes to its route in `routes` (every ctypes event to the one under
     "ctypes."); any other passes untouched. The hook's own work raises audit events too (reading
-    attributes, looking at frames): those are not its business, so a thread already in the hook passes.
-    Also installs the handler of the parent's signal for a sample of the student's stack."""
+    attributes, looking at frames): those are not its business, so a thread already in the hook passes."""
     import _thread
-    import contextlib
-    import signal
 
-    from kata.grading.protocol import STACK_SIGNAL
-
-    classify, write = who.classify, results.write
     get_ident, getframe, routes_get = _thread.get_ident, sys._getframe, routes.get
-    STUDENT_CODE = _STUDENT_CODE
-    s_type, frame_type = type, types.FrameType
     busy: set = set()  # threads inside the hook
-    sampled: list = []
 
     def hook(event, args):
         route = routes_get(event)
@@ -1547,31 +1574,6 @@ def _dispatcher(routes: dict, who, results):
         finally:
             busy.discard(ident)
 
-    def sample(signum, frame):
-        """The parent's time budget ran out: write where the student's code is (their frames only). Not
-        in the middle of a write of the hook's own: the parent asks again a moment later."""
-        ident = get_ident()
-        # Only a real frame: this handler can be fetched (signal.getsignal) and called by the student's code
-        # with an object of theirs, whose attributes would then run while the hook looks away.
-        if ident in busy or sampled or s_type(frame) is not frame_type:
-            return
-        busy.add(ident)
-        try:
-            frames = []
-            while frame is not None:
-                if classify(frame.f_code.co_filename) == STUDENT_CODE:
-                    frames.append({"file": frame.f_code.co_filename, "line": frame.f_lineno,
-                                   "function": frame.f_code.co_name})
-                frame = frame.f_back
-            frames.reverse()
-            sampled.append(True)
-            write("stack", {"frames": frames})
-        finally:
-            busy.discard(ident)
-
-    if hasattr(signal, STACK_SIGNAL):
-        with contextlib.suppress(ValueError):  # outside the main thread: no samples, the rest works
-            signal.signal(getattr(signal, STACK_SIGNAL), sample)
     return hook
 
 
