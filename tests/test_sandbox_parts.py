@@ -352,6 +352,48 @@ def test_listings_and_changes_of_hidden_paths_are_refused(policy):
 
 
 # --------------------------------------------------------------------------------------------------
+# The system's routes
+
+
+def test_the_routes_run_no_method_of_an_events_arguments(layout, policy):
+    """The student's code can raise any event with arguments of its own: their methods must not run while
+    the hook looks away (a str subclass's __hash__ could search every object for the hook's)."""
+    ran = []
+
+    class Name(str):
+        def __hash__(self):
+            ran.append("__hash__")
+            return str.__hash__(self)
+
+        def __eq__(self, other):
+            ran.append("__eq__")
+            return str.__eq__(self, other)
+
+    class Pid(int):
+        def __eq__(self, other):
+            ran.append("__eq__")
+            return True
+
+    who = sandbox._who_is_running(sandbox._KATA_DIR)
+    who.configure(layout.config)
+    reports = []
+    tamper = lambda message, where=None: reports.append(message)  # noqa: E731
+    deny = sandbox._refusal(who.student_where, tamper)
+    seal, mode = sandbox._seal(tamper), sandbox._function_mode(tamper)
+    markers = sandbox._markers(who, seal, mode, sandbox._reference_guard(who, tamper, deny), deny)
+    routes = sandbox._system_routes(who, policy.paths, seal, markers, deny)
+    student = run_as(layout.student, "    return check(here)\n")
+
+    with pytest.raises(PermissionError, match="reading tb_frame is not allowed"):
+        student(lambda frame: routes["object.__getattr__"]("object.__getattr__", (None, Name("tb_frame")), frame))
+    with pytest.raises(PermissionError, match="importing posix anew"):
+        student(lambda frame: routes["import"]("import", (Name("posix"),), frame))
+    with pytest.raises(PermissionError, match=r"os\.kill is not allowed"):
+        student(lambda frame: routes["os.kill"]("os.kill", (Pid(os.getpid()), 9), frame))
+    assert ran == []
+
+
+# --------------------------------------------------------------------------------------------------
 # (e) The dispatcher, installed for real in a child process
 
 DISPATCHER_SCRIPT = """

@@ -1423,7 +1423,7 @@ def _system_routes(who, paths, seal, markers, deny) -> dict:
     holds, marker = seal.holds, markers
     os_getpid = os.getpid
     os_getpgid = getattr(os, "getpgid", lambda pid: -1)
-    s_type, s_len, s_issubclass = type, len, issubclass
+    s_type, s_len, s_issubclass, s_str, s_int = type, len, issubclass, str, int
     function_type, code_type = types.FunctionType, types.CodeType
     frame_attributes, setattr_targets = _FRAME_ATTRIBUTES, _SETATTR_TARGETS
     frame_helpers, stack_text, line_cache = _FRAME_HELPERS, _STACK_TEXT, _LINE_CACHE
@@ -1432,6 +1432,12 @@ def _system_routes(who, paths, seal, markers, deny) -> dict:
     reported_processes = frozenset({"os.kill", "os.killpg", "signal.pthread_kill", "resource.setrlimit",
                                     "resource.prlimit"})
     reported_introspection = frozenset({"object.__setattr__", "object.__delattr__", "sys.addaudithook"})
+
+    # An event's arguments can be anything when the student's code raises it with sys.audit: only plain
+    # values are compared or hashed here, or a method of theirs would run while the hook looks away.
+    def plain_str(value):
+        """`value` as an exact str (a copy made by str's own C code for a subclass), None if no str."""
+        return s_str.__str__(value) if s_issubclass(s_type(value), s_str) else None
 
     def kind(frame) -> int:
         return classify(frame.f_code.co_filename) if frame is not None else TRUSTED_CODE
@@ -1442,7 +1448,7 @@ def _system_routes(who, paths, seal, markers, deny) -> dict:
 
     def on_attribute(event, args, frame) -> None:
         # A read that hands out a frame or a code object; markers are read as `__code__`.
-        name = args[1] if s_len(args) > 1 else None
+        name = plain_str(args[1]) if s_len(args) > 1 else None
         if name not in frame_attributes:
             return
         if name == "__code__" and s_type(args[0]) is function_type and marker(args[0], frame):
@@ -1489,8 +1495,9 @@ def _system_routes(who, paths, seal, markers, deny) -> dict:
     def on_process(event, args, frame) -> None:
         if not involved(frame):
             return
-        if event == "signal.pthread_kill" or (event == "os.kill" and args and args[0] == os_getpid()) or (
-                event == "os.killpg" and args and args[0] == os_getpgid(0)):
+        target = args[0] if args and s_type(args[0]) is s_int else None
+        if event == "signal.pthread_kill" or (event == "os.kill" and target == os_getpid()) or (
+                event == "os.killpg" and target == os_getpgid(0)):
             return  # the grading process signalling itself: a crash, never a pass
         deny(f"{event} is not allowed while your code is graded (no processes, signals or limits)",
              report=event in reported_processes, frame=frame)
@@ -1512,8 +1519,9 @@ def _system_routes(who, paths, seal, markers, deny) -> dict:
              "is not allowed while your code is graded", report=False, frame=frame)
 
     def on_import(event, args, frame) -> None:
-        if args and args[0] in unaudited_modules and involved(frame):
-            deny(f"importing {args[0]} anew is not allowed while your code is graded (no processes, no shared "
+        name = plain_str(args[0]) if args else None
+        if name in unaudited_modules and involved(frame):
+            deny(f"importing {name} anew is not allowed while your code is graded (no processes, no shared "
                  "memory)", report=True, frame=frame)
 
     def on_channel(event, args, frame) -> None:
@@ -1534,7 +1542,7 @@ def _system_routes(who, paths, seal, markers, deny) -> dict:
             if event in ("marshal.loads", "marshal.load") and filename.startswith("<frozen importlib"):
                 return
             if event == "object.__setattr__" and s_len(args) > 1 and (
-                    args[1] in ("__module__", "__qualname__", "__name__", "__doc__", "__annotations__")
+                    plain_str(args[1]) in ("__module__", "__qualname__", "__name__", "__doc__", "__annotations__")
                     or (s_issubclass(s_type(args[0]), setattr_targets) and not holds(args[0]))):
                 return
         deny(f"{event} is not allowed while your code is graded", report=event in reported_introspection,
