@@ -68,6 +68,7 @@ TAINT = "kata.taint"
 SUBSTITUTE = "kata.substitute"
 THREAD = "kata.thread"
 FORK_EXEC = "kata.fork-exec"
+SAMPLE = "kata.sample"
 
 _installed = False
 
@@ -192,6 +193,12 @@ _FRAME_HELPERS = ("collections" + os.sep + "__init__.py", os.sep + "typing.py", 
 # unreadable file like any other (it gets no lines), for the student's code, tampering.
 _STACK_TEXT = os.sep + "traceback.py"
 _LINE_CACHE = os.sep + "linecache.py"
+# The standard library's functions that read a function's `__code__` to tell what it is (inspect.signature,
+# for a dataclass, say): they return a signature, not the code.
+_CODE_READERS = frozenset(
+    (os.path.join(d, module), function) for d in _STDLIB_DIRS
+    for module, function in (("inspect.py", "_has_code_flag"), ("inspect.py", "_signature_is_functionlike"),
+                             ("inspect.py", "_signature_from_function"), ("typing.py", "overload")))
 # What `object.__setattr__` reports: a function's code and defaults, a class's special attributes,
 # an object's class. The standard library sets them on what it is making (a named tuple's `__new__`
 # gets its defaults), also on the student's behalf (a NamedTuple in their file, one in a torch module
@@ -228,7 +235,6 @@ _LISTINGS = frozenset({"os.listdir", "os.scandir", "glob.glob", "glob.glob/2", "
 # not audited: holding no frame, the student's code cannot reach them).
 _FRAME_ATTRIBUTES = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "gi_code", "cr_code", "ag_code",
                                "__code__"})
-_SEALED_ATTRIBUTE_EVENTS = frozenset({"object.__getattr__"})
 # Sockets (every socket module entry point raises one of these) and memory mappings (an anonymous or
 # /dev/shm mapping is shared memory, which the memory limit does not count).
 _CHANNELS = frozenset({"socket.__new__", "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg",
@@ -237,10 +243,6 @@ _CHANNELS = frozenset({"socket.__new__", "socket.connect", "socket.bind", "socke
 # import of them (after deleting them from sys.modules) is refused while the student's code runs.
 _UNAUDITED_MODULES = frozenset({"_posixsubprocess", "_posixshmem", "posix"})
 _SHARED_MEMORY_DIRS = ("/dev/shm/", "/run/shm/")
-_WATCHED = (_INTROSPECTION | _PROCESSES | _PATH_WRITES | _LISTINGS | _SEALED_ATTRIBUTE_EVENTS | _CHANNELS
-            | frozenset({"open", "os.open", "compile", "exec", "import"}))
-_OWN = frozenset({CONFIGURE, SEAL, RESULT, STUDENT, TAMPER, STORE_REFERENCE, FETCH_REFERENCE, VERIFY, TAINT,
-                  SUBSTITUTE, THREAD, FORK_EXEC})
 # Names that appear in modules and classes as code runs: warning registries, hypothesis's traceback
 # markers, copyreg's slot-name cache, abc's caches.
 _BENIGN_ADDITIONS = frozenset({"__warningregistry__", "__hypothesistracebackhide__", "__tracebackhide__",
@@ -297,6 +299,14 @@ def install(*, key: bytes | None, fd: int) -> None:
     except ImportError:  # Windows
         pass
     sys.addaudithook(_make_hook(key, fd, start_new_thread, fork_exec))
+    import contextlib
+    import signal
+
+    from kata.grading.protocol import STACK_SIGNAL
+
+    if hasattr(signal, STACK_SIGNAL):
+        with contextlib.suppress(ValueError):  # outside the main thread: no samples, the rest works
+            signal.signal(getattr(signal, STACK_SIGNAL), _sample_stack)
     # `_posixsubprocess.fork_exec` (what subprocess and multiprocessing start processes with) raises no
     # audit event: it goes through the hook too, which holds the only reference to the real one.
     if fork_exec is not None:
@@ -349,76 +359,97 @@ def _shm_open(*args, **kwargs):
     raise TamperError("kata: shared memory is not available while your code is graded")
 
 
+def _sample_stack(signum, frame, audit=sys.audit, event=SAMPLE):
+    """The handler of the parent's stack signal: the hook writes the sample. A signal's handler is anyone's
+    to fetch (signal.getsignal) and a closure's cells anyone's to read, so this one holds nothing."""
+    audit(event, frame)
+
+
+# --------------------------------------------------------------------------------------------------
+# The hook's parts
+#
+# Each part is made by a builder: a function that captures, once, everything its closures will use (C
+# functions of the built-in types, frozen data, a few cells of its own) and returns the closures in a
+# SimpleNamespace, which `_make_hook` hands on to the parts that need them. So at run time no closure
+# looks anything up through a name the student's code could rebind (a module attribute, a builtin): the
+# test suite checks that no closure loads a global. And what the parts hold is reachable from the hook
+# only, which Python does not hand out. The parts:
+#   `_results_writer`   signs and writes the results; reports tampering
+#   `_who_is_running`   classifies frames: the student's code, the reference's, trusted code, other code
+#   `_seal`             snapshots the loaded modules and classes, and verifies them
+#   `_path_policy`      which paths the student's code may open, list or change
+#   `_dispatcher`       the audit hook itself: each event goes to its route, from the table that
+#   `_plugin_commands`  makes (the kata package's own events) and, once kata.configure has given the
+#   `_system_routes`    path policy, extends with the system's events (files, processes, code, ...)
+# and the smaller ones the routes use: `_function_mode` (the torch function mode that makes the forbidden
+# built-ins raise), `_refusal` (refuse an operation, report it when asked), `_reference_guard` (the
+# reference solution is the graders') and `_markers` (where grading code and the student's code meet).
+
+# What `_who_is_running` tells of a frame's code: trusted code, the student's file, other untrusted code
+# (another file, code the student's code made), the current kata's reference solution. Each builder
+# copies the ones it uses into its closure.
+_TRUSTED_CODE, _STUDENT_CODE, _OTHER_CODE, _REFERENCE_CODE = 0, 1, 2, 3
+_UNTRUSTED = (_STUDENT_CODE, _OTHER_CODE)
+
+
 def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
-    # Everything the hook uses is captured now, as C functions or immutable data held in this closure,
-    # so that the student's code cannot change what the hook does by rebinding names anywhere.
-    import _json
-    import _thread
+    """The audit hook, composed from its parts (see the map above)."""
+    results = _results_writer(key, fd)
+    who = _who_is_running(_KATA_DIR)
+    seal = _seal(results.tamper)
+    mode = _function_mode(results.tamper)
+    deny = _refusal(who.student_where, results.tamper)
+    reference = _reference_guard(who, results.tamper, deny)
+    markers = _markers(who, seal, mode, reference, deny)
+    routes = _plugin_commands(results, who, seal, mode, reference, markers, deny, start_new_thread, fork_exec)
+    return _dispatcher(routes)
+
+
+def _exact_str_keys():
+    """`str_keys(mapping)`: whether every key is exactly a str. Only then is looking a name up in it free of
+    the student's code (a key of theirs could hash like a name and compare itself equal to it)."""
+    from itertools import repeat
     from operator import is_
 
-    try:
-        from _hashlib import hmac_digest as _hmac_digest
-    except ImportError:  # Python built without OpenSSL
-        import hmac as _hmac_module
-
-        _hmac_digest = _hmac_module.digest
-
-    getframe = sys._getframe
-    get_ident = _thread.get_ident
-    os_write, os_stat, os_fstat, os_getcwd = os.write, os.stat, os.fstat, os.getcwd
-    os_getpid = os.getpid
-    os_getpgid = getattr(os, "getpgid", lambda pid: -1)
-    encode_str = _json.encode_basestring_ascii
-    s_type, s_len, s_all, s_map = type, len, all, map
-    s_str, s_int, s_float, s_bool, s_list, s_tuple, s_dict = str, int, float, bool, list, tuple, dict
-    s_repr, s_callable, s_id, s_sorted = repr, callable, id, sorted
-    s_frozenset, s_set, s_bytes = frozenset, set, bytes
-    module_type = types.ModuleType
-    function_type = types.FunctionType
-    missing = object()
-    inf = float("inf")
-    permission_error = PermissionError  # a C type: raising it runs none of the student's code
-    dict_get = s_dict.get
-    get_mro = type.__dict__["__mro__"].__get__
-    from itertools import repeat
+    s_all, s_map, s_type, s_str = all, map, type, str
 
     def str_keys(mapping) -> bool:
-        """Whether every key is exactly a str: only then is looking a name up in it free of the
-        student's code (a key of theirs could hash like a name and compare itself equal to it)."""
         return s_all(s_map(is_, s_map(s_type, mapping), repeat(s_str)))
 
-    get_type_dict = type.__dict__["__dict__"].__get__
-    import functools
-    import pathlib
+    return str_keys
 
-    partial_type = functools.partial
-    path_types = s_frozenset({pathlib.PurePosixPath, pathlib.PureWindowsPath, pathlib.PosixPath,
-                              pathlib.WindowsPath, pathlib.Path, pathlib.PurePath})
-    # Nothing below may run the student's code: while the hook runs, its own audit events are ignored.
-    # So no method of an object the student's code made is ever called here (no str(), no hash of
-    # theirs, no attribute lookup through their metaclass): only C functions of the built-in types.
 
-    busy: set = set()  # threads inside the hook (its own audit events are not its business)
-    state = {
-        "configured": False, "sealed": False, "seq": 0, "tampered": [], "student_files": frozenset(),
-        "reference_files": frozenset(), "grader_dirs": (), "trusted": (), "untrusted": (), "library": (),
-        "protected_ids": frozenset(), "protected_dirs": frozenset(), "protected_prefixes": (), "proc_dev": None,
-        "progress_ids": frozenset(), "progress_prefixes": (),
-        "writable_blocked": (), "core": [], "full": [], "mode": None, "push": None, "pop": None,
-        "stack_len": None, "mode_pushed": [], "owners": {}, "owners_by_dict": {}, "keep": None,
-        "builtins_module": None, "reference": None,
-        "reference_codes": frozenset(), "reference_classes": frozenset(), "student_module": None,
-        "tainted": set(), "tainted_keep": [], "substituted": {}, "default_dtype": None,
-        "get_default_dtype": None, "cache": {}, "kata_dir": _KATA_DIR, "results_id": None,
-    }
+# --------------------------------------------------------------------------------------------------
+# Signing and writing the results
+
+
+def _results_writer(key: bytes | None, fd: int) -> types.SimpleNamespace:
+    """The only writer of the results channel `fd`: one JSON record a line, numbered in sequence (`seq`)
+    and signed with HMAC-SHA256 under `key` (unsigned when None), as `kata.grading.protocol` verifies.
+
+    `write(event, fields)` writes a record; `tamper(message, where)` reports tampering, once per message;
+    `channel` is the channel's (device, inode), so that the path policy can keep it from the student."""
+    import _json
+
     try:
-        st = os_fstat(fd)
-        state["results_id"] = (st.st_dev, st.st_ino)
+        from _hashlib import hmac_digest
+    except ImportError:  # Python built without OpenSSL
+        from hmac import digest as hmac_digest
+
+    encode_str, os_write = _json.encode_basestring_ascii, os.write
+    s_type, s_repr, s_issubclass = type, repr, issubclass
+    s_str, s_int, s_float, s_bool, s_list, s_tuple, s_dict = str, int, float, bool, list, tuple, dict
+    inf = float("inf")
+    seq = 0
+    tampered: list = []
+    try:
+        st = os.fstat(fd)
+        channel = (st.st_dev, st.st_ino)
     except OSError:
-        pass
+        channel = None
 
-    # ---------------------------------------------------------------- writing
-
+    # Nothing here may run the student's code (a result's fields can hold their objects): only C
+    # functions of the built-in types, never a method of a subclass.
     def encode(value, depth=0):
         t = s_type(value)
         if t is s_str:
@@ -442,24 +473,23 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
                                     for k, v in value.items()]) + "}"
         # Subclasses of the plain types (torch's version string is one): their plain value, through the
         # base type's own C methods, so no method of the subclass runs here.
-        if issubclass(t, s_str):
+        if s_issubclass(t, s_str):
             return encode_str(s_str.__str__(value))
-        if issubclass(t, s_int):
+        if s_issubclass(t, s_int):
             return s_int.__repr__(value)
-        if issubclass(t, s_float):
+        if s_issubclass(t, s_float):
             return encode(s_float.__float__(value), depth + 1)
         return "null"
 
     def write(event: str, fields: dict) -> None:
-        seq = state["seq"]
-        state["seq"] = seq + 1
+        nonlocal seq
+        number, seq = seq, seq + 1
         record = s_dict(fields) if s_type(fields) is s_dict else {}
         record["event"] = event
-        record["seq"] = seq
+        record["seq"] = number
         payload = encode(record)
         if key is not None:
-            mac = _hmac_digest(key, payload.encode("utf-8"), "sha256").hex()
-            line = payload + "\t" + mac + "\n"
+            line = payload + "\t" + hmac_digest(key, payload.encode("utf-8"), "sha256").hex() + "\n"
         else:
             line = payload + "\n"
         data = line.encode("utf-8")
@@ -469,73 +499,105 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
 
     def tamper(message: str, where=None) -> None:
         """Report tampering once per distinct message; the parent turns it into the kata's outcome."""
-        if message in state["tampered"]:
+        if message in tampered:
             return
-        state["tampered"].append(message)
+        tampered.append(message)
         fields = {"message": message}
         if where is not None:
             fields["file"], fields["line"] = where
         write("tamper", fields)
 
-    # ---------------------------------------------------------------- who is running
+    return types.SimpleNamespace(write=write, tamper=tamper, channel=channel)
 
-    def classify(filename: str) -> int:
-        """0 trusted code, 1 the student's file, 2 other untrusted code, 3 the current reference."""
-        if not state["configured"]:
-            return 0
-        cache = state["cache"]
-        kind = cache.get(filename)
-        if kind is None:
-            if filename in state["student_files"]:
-                kind = 1
-            elif filename in state["reference_files"]:
-                kind = 3
-            elif filename.startswith("<"):
-                kind = 0  # frozen modules and templates compiled by the code generators allowed below
-            elif filename.startswith(state["untrusted"]):
-                kind = 2
-            elif filename.startswith(state["trusted"]):
-                kind = 0
-            else:
-                kind = 2
-            cache[filename] = kind
-        return kind
 
-    # Frames are classified by their globals (not audited, unlike f_code): every frame running in
-    # one module's namespace gets the kind of the first of them seen, looked up once by file name.
+# --------------------------------------------------------------------------------------------------
+# Who is running
+
+
+def _who_is_running(kata_dir: str) -> types.SimpleNamespace:
+    """Whose code a frame runs (see `_TRUSTED_CODE` and the others): trusted code is the Python
+    installation's, the kata package's, the graders' and the solutions'; untrusted code is the student's
+    file and any other (another exercise file, code the student's code made).
+
+    Until `configure(config)` gives the course's layout (kata.configure), all code counts as trusted;
+    `register(namespace, kind)` names a module's kind before any of its code runs. The other closures
+    answer what the other parts ask about a stack of frames."""
+    TRUSTED_CODE, STUDENT_CODE, OTHER_CODE, REFERENCE_CODE = _TRUSTED_CODE, _STUDENT_CODE, _OTHER_CODE, _REFERENCE_CODE
+    UNTRUSTED = _UNTRUSTED
+    s_id, s_any, s_frozenset, s_tuple = id, any, frozenset, tuple
+    stdlib_dirs, site_dirs = _STDLIB_DIRS, _SITE_DIRS
+    stdlib_or_frozen = (*_STDLIB_DIRS, "<frozen")
+    configured = False
+    student_files = reference_files = s_frozenset()
+    trusted = untrusted = library = ()
+    by_filename: dict = {}
+    # Frames are classified by their globals (not audited, unlike f_code): every frame running in one
+    # module's namespace gets the kind of the first of them seen, looked up once by file name.
     by_globals: dict = {}
     pinned: list = []  # the globals dicts in `by_globals`, kept alive so that their ids stay theirs
+
+    def configure(config: dict) -> None:
+        nonlocal configured, student_files, reference_files, trusted, untrusted, library
+        student_files = s_frozenset(config["student_files"])
+        reference_files = s_frozenset(config["reference_files"])
+        trusted = s_tuple(config["trusted"])
+        untrusted = s_tuple(config["untrusted"])
+        library = s_tuple(config["library"])
+        configured = True
+
+    def register(namespace: dict, kind: int) -> None:
+        by_globals[s_id(namespace)] = kind
+        pinned.append(namespace)
+
+    def classify(filename: str) -> int:
+        if not configured:
+            return TRUSTED_CODE
+        kind = by_filename.get(filename)
+        if kind is None:
+            if filename in student_files:
+                kind = STUDENT_CODE
+            elif filename in reference_files:
+                kind = REFERENCE_CODE
+            elif filename.startswith("<"):
+                kind = TRUSTED_CODE  # frozen modules and templates compiled by the standard library's code generators
+            elif filename.startswith(untrusted):
+                kind = OTHER_CODE
+            elif filename.startswith(trusted):
+                kind = TRUSTED_CODE
+            else:
+                kind = OTHER_CODE
+            by_filename[filename] = kind
+        return kind
 
     def kind_of(frame) -> int:
         namespace = frame.f_globals
         kind = by_globals.get(s_id(namespace))
         if kind is None:
             kind = classify(frame.f_code.co_filename)
-            if state["configured"]:
-                by_globals[s_id(namespace)] = kind
-                pinned.append(namespace)
+            if configured:
+                register(namespace, kind)
         return kind
 
     def student_on_stack(frame) -> bool:
+        """Whether the student's code (or other untrusted code) runs in `frame` or below it."""
         while frame is not None:
             kind = kind_of(frame)
-            if kind == 1 or kind == 2:
+            if kind in UNTRUSTED:
                 return True
             frame = frame.f_back
         return False
 
     def student_where(frame):
+        """(file, line) of the first untrusted frame from `frame` down, or None."""
         while frame is not None:
-            if classify(frame.f_code.co_filename) in (1, 2):
+            kind = classify(frame.f_code.co_filename)
+            if kind in UNTRUSTED:
                 return (frame.f_code.co_filename, frame.f_lineno)
             frame = frame.f_back
         return None
 
-    stdlib_dirs = _STDLIB_DIRS
-    code_readers = s_frozenset(
-        (os.path.join(d, module), function) for d in _STDLIB_DIRS
-        for module, function in (("inspect.py", "_has_code_flag"), ("inspect.py", "_signature_is_functionlike"),
-                                 ("inspect.py", "_signature_from_function"), ("typing.py", "overload")))
+    def in_kata(frame) -> bool:
+        return frame is not None and frame.f_code.co_filename.startswith(kata_dir)
 
     def for_library(frame, helper: str) -> bool:
         """Whether the standard library's `helper` (a file name's ending) is at work in this stretch of
@@ -543,99 +605,85 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
         seen = False
         while frame is not None and (frame.f_code.co_filename.startswith("<frozen") or (
                 frame.f_code.co_filename.startswith(stdlib_dirs)
-                and not frame.f_code.co_filename.startswith(_SITE_DIRS))):  # a venv's site-packages is below
+                and not frame.f_code.co_filename.startswith(site_dirs))):  # a venv's site-packages is below
             seen = seen or frame.f_code.co_filename.endswith(helper)
             frame = frame.f_back
-        return seen and frame is not None and classify(frame.f_code.co_filename) == 0
+        return seen and frame is not None and classify(frame.f_code.co_filename) == TRUSTED_CODE
 
     def within(frame, parts: tuple) -> bool:
         """Whether a frame of code whose file name contains one of `parts` is on the stack."""
         while frame is not None:
             name = frame.f_code.co_filename
-            if any(part in name for part in parts):
+            if s_any(part in name for part in parts):
                 return True
             frame = frame.f_back
         return False
 
-    sealed_ids: list = []  # built on first use: the ids of every function and class reachable from the seal
-
-    def sealed_target(obj) -> bool:
-        """Whether `obj` is a module, class or function the seal holds (bound in a sealed namespace, or
-        behind one: a method's function, a property's, a decorator's wrapped function or closure)."""
-        if s_id(obj) in state["owners"]:
-            return True
-        if not sealed_ids:
-            found = s_set()
-            pending = []
-            for item in state["full"]:
-                pending.extend(item[1].values())
-                pending.extend(v for _, _, copy in item[4] for v in (copy.values() if s_type(copy) is s_dict else copy))
-            while pending:
-                value = pending.pop()
-                t = s_type(value)
-                if t is function_type:
-                    if s_id(value) in found:
-                        continue
-                    found.add(s_id(value))
-                    for cell in value.__closure__ or ():
-                        try:  # noqa: SIM105 (the hook runs built-in code only, no contextlib)
-                            pending.append(cell.cell_contents)
-                        except ValueError:  # an empty cell
-                            pass
-                    pending.append(dict_get(value.__dict__, "__wrapped__", None))
-                    pending.extend(value.__defaults__ or ())
-                elif t is staticmethod or t is classmethod or t is types.MethodType:
-                    pending.append(value.__func__)
-                elif t is property:
-                    pending.extend((value.fget, value.fset, value.fdel))
-                elif t is partial_type:
-                    pending.append(value.func)
-                elif issubclass(t, type):
-                    found.add(s_id(value))
-            sealed_ids.append(s_frozenset(found))
-        return s_id(obj) in sealed_ids[0]
-
     def called_by_kata(frame) -> bool:
         """Whether the first frame outside the standard library is the kata package's (say, `kata.earlier`
         reading the course on the student's behalf: it lists the graders' names, never their content)."""
-        while frame is not None and frame.f_code.co_filename.startswith((*stdlib_dirs, "<frozen")):
+        while frame is not None and frame.f_code.co_filename.startswith(stdlib_or_frozen):
             frame = frame.f_back
-        return frame is not None and frame.f_code.co_filename.startswith(state["kata_dir"])
-
-    def substituted_below(frame) -> bool:
-        """Whether a reference function a grader substituted into the student's module is on the stack
-        above the student's code (the student's code calling it, and it calling its own helpers)."""
-        allowed = None
-        while frame is not None:
-            kind = classify(frame.f_code.co_filename)
-            if kind == 1 or kind == 2:
-                return False
-            if kind == 3:
-                if allowed is None:
-                    module = state["student_module"]
-                    allowed = s_set()
-                    if module is not None and str_keys(module.__dict__):
-                        for name, value in s_list(state["substituted"].items()):
-                            if module.__dict__.get(name, missing) is value and s_type(value) is function_type:
-                                allowed.add(s_id(value.__code__))
-                if s_id(frame.f_code) in allowed:
-                    return True
-            frame = frame.f_back
-        return False
+        return frame is not None and frame.f_code.co_filename.startswith(kata_dir)
 
     def first_outside_library(frame):
-        library = state["library"]
         while frame is not None and frame.f_code.co_filename.startswith(library):
             frame = frame.f_back
         return frame
 
-    # ---------------------------------------------------------------- the seal
+    return types.SimpleNamespace(
+        configure=configure, register=register, classify=classify, kind_of=kind_of,
+        student_on_stack=student_on_stack, student_where=student_where, in_kata=in_kata,
+        for_library=for_library, within=within, called_by_kata=called_by_kata,
+        first_outside_library=first_outside_library)
 
-    def callable_like(value) -> bool:
-        t = s_type(value)
-        if s_callable(value) or issubclass(t, module_type):
-            return True
-        return any("__get__" in get_type_dict(c) for c in get_mro(t))  # a descriptor (a property, say)
+
+# --------------------------------------------------------------------------------------------------
+# The seal
+
+
+def _seal(tamper) -> types.SimpleNamespace:
+    """`take(modules, graders, get_default_dtype)` records, once, the identity of every function, class
+    and module bound in `modules` ((name, module) pairs) and in the classes defined there, and the
+    torch default dtype. `check(scope, where, caller)` verifies a part of it ("core": what graders use
+    most; "full"; "caller": what the code running in frame `caller` can look names up in) and reports any
+    difference through `tamper`; `holds(obj)` tells whether `obj` is a sealed function, class or module.
+    Until `take`, there is nothing to verify."""
+    import functools
+    import gc
+    import warnings
+    from operator import is_
+
+    str_keys = _exact_str_keys()
+    loaded = sys.modules
+    s_type, s_len, s_all, s_map, s_any, s_id, s_filter = type, len, all, map, any, id, filter
+    s_str, s_int, s_float, s_list, s_tuple, s_dict, s_set = str, int, float, list, tuple, dict, set
+    s_frozenset, s_sorted, s_callable, s_issubclass = frozenset, sorted, callable, issubclass
+    s_staticmethod, s_classmethod, s_property = staticmethod, classmethod, property
+    function_type, method_type, module_type, partial_type = (types.FunctionType, types.MethodType,
+                                                             types.ModuleType, functools.partial)
+    get_mro = type.__dict__["__mro__"].__get__
+    get_type_dict = type.__dict__["__dict__"].__get__
+    get_type_name = type.__dict__["__name__"].__get__
+    is_class = type.__dict__["__instancecheck__"].__get__(type)  # isinstance(value, type), from C
+    dict_get = s_dict.get
+    get_referents, gc_isenabled, gc_enable, gc_disable = gc.get_referents, gc.isenabled, gc.enable, gc.disable
+    catch_warnings, simplefilter = warnings.catch_warnings, warnings.simplefilter
+    exception, value_error = Exception, ValueError
+    missing = object()
+    strict_names, strict_prefixes, core_names = _STRICT_NAMES, _STRICT_PREFIXES, s_frozenset(_CORE_MODULES)
+    benign_additions = _BENIGN_ADDITIONS
+    builtin_names = s_frozenset(vars(loaded["builtins"]))
+    sealed = False
+    # Entries: [namespace, its copy, strict, label, deep copies of its containers (strict only), is_class]
+    full: list = []
+    core: list = []
+    owners: dict = {}  # id(module or class) -> its entry, to verify what a caller can reach
+    owners_by_dict: dict = {}  # id(its namespace) -> the same entry
+    keep: list = []  # what `owners` names, kept alive so that the ids stay theirs
+    builtins_module = None
+    get_default_dtype = default_dtype = None
+    sealed_ids: list = []  # built on first use: the ids of every function and class reachable from the seal
 
     def entry(mapping, label: str, strict: bool, is_class: bool):
         saved = mapping.copy()
@@ -649,20 +697,13 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
                     deep.append((k, v, s_tuple(v)))
         return [mapping, saved, strict, label, deep, is_class]
 
-    def snapshot(graders: frozenset, extra: list) -> None:
-        import gc
-
+    def snapshot(modules: list, graders: frozenset) -> None:
         core_classes = []
         for owner, attr in (("torch", "Tensor"), ("torch.nn", "Module"), ("torch.nn", "Parameter")):
-            module = sys.modules.get(owner)
+            module = loaded.get(owner)
             if module is not None and attr in module.__dict__:
                 core_classes.append(module.__dict__[attr])
-
-        full, core, seen = [], [], s_set()
-        owners: dict = {}  # id(module or class) -> its entry, to verify what a caller can reach
-        owners_by_dict: dict = {}  # id(its namespace) -> the same entry
-        is_class = type.__dict__["__instancecheck__"].__get__(type)  # isinstance(value, type), from C
-        core_names = s_frozenset(_CORE_MODULES)
+        seen = s_set()
 
         def add(owner, mapping, label, strict, is_core, is_class):
             if s_id(mapping) in seen:
@@ -675,33 +716,52 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
             if is_core:
                 core.append(item)
 
-        modules = [(name, module) for name, module in s_list(sys.modules.items())
-                   if issubclass(s_type(module), module_type)]
-        modules += extra
         for name, module in modules:
-            strict = name in _STRICT_NAMES or name.startswith(_STRICT_PREFIXES) or name in graders
+            strict = name in strict_names or name.startswith(strict_prefixes) or name in graders
             is_core = strict or name in core_names
             try:
                 namespace = module.__dict__
-            except Exception:
+            except exception:
                 continue
             add(module, namespace, name, strict, is_core, False)
             # The classes bound here (filtered at C speed: most values are not classes).
-            for value in s_list(filter(is_class, s_list(namespace.values()))):
+            for value in s_list(s_filter(is_class, s_list(namespace.values()))):
                 mapping = value.__dict__
                 owner = mapping.get("__module__", None)
-                if s_type(owner) is s_str and owner != name and owner in sys.modules:
+                if s_type(owner) is s_str and owner != name and owner in loaded:
                     continue  # re-exported: sealed with its own module
-                real = gc.get_referents(mapping)
+                real = get_referents(mapping)
                 if real and s_type(real[0]) is s_dict:
-                    add(value, real[0], name + "." + s_str(type.__dict__["__name__"].__get__(value)), strict,
-                        strict or any(value is c for c in core_classes), True)
-        state["full"], state["core"], state["owners"] = full, core, owners
-        state["owners_by_dict"] = owners_by_dict
-        state["builtins_module"] = sys.modules.get("builtins")
-        state["keep"] = modules  # ids in `owners` stay valid
+                    add(value, real[0], name + "." + s_str(get_type_name(value)), strict,
+                        strict or s_any(value is c for c in core_classes), True)
+        keep.extend(modules)
 
-    def verify(entries) -> list:
+    def take(modules: list, graders: frozenset, dtype_getter) -> None:
+        nonlocal sealed, builtins_module, get_default_dtype, default_dtype
+        if sealed:
+            return
+        enabled = gc_isenabled()
+        gc_disable()  # a hundred thousand small objects: no reason to scan torch's million each time
+        try:
+            with catch_warnings():
+                simplefilter("ignore")  # deprecated aliases (torch.distributed.reduce_op) warn
+                snapshot(modules, graders)
+        finally:
+            if enabled:
+                gc_enable()
+        builtins_module = loaded.get("builtins")
+        get_default_dtype = dtype_getter
+        if dtype_getter is not None:
+            default_dtype = dtype_getter()
+        sealed = True
+
+    def callable_like(value) -> bool:
+        t = s_type(value)
+        if s_callable(value) or s_issubclass(t, module_type):
+            return True
+        return s_any("__get__" in get_type_dict(c) for c in get_mro(t))  # a descriptor (a property, say)
+
+    def changes(entries) -> list:
         """The labels of what changed; refreshes entries whose only changes are allowed."""
         changed = []
         for item in entries:
@@ -730,7 +790,7 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
                 if k in saved:  # str keys only (checked above)
                     continue
                 value = mapping.get(k, missing)
-                if s_type(k) is s_str and k in _BENIGN_ADDITIONS:
+                if s_type(k) is s_str and k in benign_additions:
                     continue
                 if strict or (is_class and callable_like(value)) or (not is_class and k in builtin_names):
                     bad.append(k)
@@ -738,68 +798,62 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
                 changed.extend(label + "." + s_str(k) for k in bad[:3])
             else:
                 item[1] = mapping.copy()
-        dtype_getter = state["get_default_dtype"]
-        if dtype_getter is not None and dtype_getter() is not state["default_dtype"]:
+        if get_default_dtype is not None and get_default_dtype() is not default_dtype:
             changed.append("torch default dtype (torch.set_default_dtype)")
         return changed
 
     def reachable(caller) -> list:
         """The sealed namespaces the calling code can look names up in: its module's, the modules and
         classes its names and local variables refer to (and their bases)."""
-        owners = state["owners"]
         found, seen_ids = [], s_set()
 
-        def take(obj):
-            key = s_id(obj)
-            if key in seen_ids:
+        def take_one(obj):
+            ident = s_id(obj)
+            if ident in seen_ids:
                 return
-            seen_ids.add(key)
-            item = owners.get(key)
+            seen_ids.add(ident)
+            item = owners.get(ident)
             if item is not None:
                 found.append(item)
 
         def take_type(cls):
-            for base in type.__dict__["__mro__"].__get__(cls):
-                take(base)
+            for base in get_mro(cls):
+                take_one(base)
 
         f_globals = caller.f_globals
-        item = state["owners_by_dict"].get(s_id(f_globals))
+        item = owners_by_dict.get(s_id(f_globals))
         if item is not None and s_id(f_globals) not in seen_ids:
             seen_ids.add(s_id(f_globals))
             found.append(item)
         if not str_keys(f_globals):
             return found
-        builtins_module = state["builtins_module"]
         for name in caller.f_code.co_names:
             value = dict_get(f_globals, name, missing)
             if value is missing:
                 continue
             t = s_type(value)
-            if issubclass(t, type):
+            if s_issubclass(t, s_type):
                 take_type(value)
             else:
-                take(value)
+                take_one(value)
                 take_type(t)
         for value in caller.f_locals.values():
             t = s_type(value)
-            if issubclass(t, type):
+            if s_issubclass(t, s_type):
                 take_type(value)
             elif t is not s_int and t is not s_str and t is not s_float:
-                take(value)
+                take_one(value)
                 take_type(t)
         if builtins_module is not None:
-            take(builtins_module)
+            take_one(builtins_module)
         return found
 
-    builtin_names = s_frozenset(vars(sys.modules["builtins"]))
-
-    def check_seal(scope: str, where=None, caller=None) -> bool:
-        if not state["sealed"]:
+    def check(scope: str, where=None, caller=None) -> bool:
+        """Verify the seal's `scope`; False (and tampering reported) when something changed."""
+        if not sealed:
             return True
-        if scope == "caller":  # what the calling code can look names up in (the core is checked per result)
-            changed = verify(reachable(caller))
-        else:
-            changed = verify(state["full"] if scope == "full" else state["core"])
+        # "caller": what the calling code can look names up in (the core is checked per result)
+        changed = changes(reachable(caller) if scope == "caller" else full if scope == "full" else core)
         if changed:
             names = ", ".join(s_sorted(s_set(changed))[:5])
             tamper(f"your code changed what the graders rely on ({names}): the checks must run on torch, "
@@ -807,34 +861,206 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
             return False
         return True
 
+    def holds(obj) -> bool:
+        """Whether `obj` is a module, class or function the seal holds (bound in a sealed namespace, or
+        behind one: a method's function, a property's, a decorator's wrapped function or closure)."""
+        if not sealed:
+            return False
+        if s_id(obj) in owners:
+            return True
+        if not sealed_ids:
+            found = s_set()
+            pending = []
+            for item in full:
+                pending.extend(item[1].values())
+                pending.extend(v for _, _, copy in item[4] for v in (copy.values() if s_type(copy) is s_dict else copy))
+            while pending:
+                value = pending.pop()
+                t = s_type(value)
+                if t is function_type:
+                    if s_id(value) in found:
+                        continue
+                    found.add(s_id(value))
+                    for cell in value.__closure__ or ():
+                        try:  # noqa: SIM105 (the hook runs built-in code only, no contextlib)
+                            pending.append(cell.cell_contents)
+                        except value_error:  # an empty cell
+                            pass
+                    pending.append(dict_get(value.__dict__, "__wrapped__", None))
+                    pending.extend(value.__defaults__ or ())
+                elif t is s_staticmethod or t is s_classmethod or t is method_type:
+                    pending.append(value.__func__)
+                elif t is s_property:
+                    pending.extend((value.fget, value.fset, value.fdel))
+                elif t is partial_type:
+                    pending.append(value.func)
+                elif s_issubclass(t, s_type):
+                    found.add(s_id(value))
+            sealed_ids.append(s_frozenset(found))
+        return s_id(obj) in sealed_ids[0]
+
+    return types.SimpleNamespace(take=take, check=check, holds=holds)
+
+
+# --------------------------------------------------------------------------------------------------
+# The forbidden built-ins, refusals, the reference, the markers
+
+
+def _function_mode(tamper) -> types.SimpleNamespace:
+    """The torch function mode that makes this kata's forbidden built-ins raise, on torch's stack while
+    the student's code runs: `arm((mode, push, pop, stack_len))` once (kata.configure; None when nothing
+    is forbidden); `push` where the student's code is entered, `pop` where it returns, `clear` before a
+    result is written."""
+    mode = push_mode = pop_mode = stack_len = None
+    pushed: list = []  # the stack's length after each push of ours
+
+    def arm(config) -> None:
+        nonlocal mode, push_mode, pop_mode, stack_len
+        if config is not None:
+            mode, push_mode, pop_mode, stack_len = config
+
+    def push() -> None:
+        if mode is None:
+            return
+        push_mode(mode)
+        pushed.append(stack_len())
+
+    def pop() -> None:
+        if not pushed:
+            return
+        depth = pushed.pop()
+        # Pop only our own mode at the depth we pushed it; anything else is left for verification.
+        if stack_len() == depth:
+            top = pop_mode()
+            if top is not mode:
+                push_mode(top)
+                tamper("your code changed the torch function mode stack (a TorchFunctionMode of its own?)")
+
+    def clear() -> None:
+        while pushed:
+            pop()
+
+    return types.SimpleNamespace(arm=arm, push=push, pop=pop, clear=clear)
+
+
+def _refusal(student_where, tamper):
+    """`deny(message, report=, frame=)`: refuse what the code running in `frame` asked for (a C
+    PermissionError: raising it runs none of the student's code), reporting it as tampering when asked."""
+    permission_error = PermissionError
+
+    def deny(message: str, *, report: bool, frame) -> None:
+        where = student_where(frame)
+        if report:
+            tamper(message, where)
+        raise permission_error("kata: " + message + (" (this attempt is reported)" if report else ""))
+
+    return deny
+
+
+def _reference_guard(who, tamper, deny) -> types.SimpleNamespace:
+    """The current kata's reference solution is the graders': `store` keeps it (once), `fetch` hands it
+    out. The student's code may run a piece of it only where a grader substituted that piece into their
+    module (`substitute`); a class of theirs may not inherit its methods (`taint` marks such a class);
+    `entered(frame)` is told each time the reference's code starts running. `check_student_module`
+    verifies that no name of the student's module (`note_student_module`) is the reference's own code."""
+    import functools
+
+    REFERENCE_CODE, UNTRUSTED = _REFERENCE_CODE, _UNTRUSTED
+    classify, student_on_stack, register = who.classify, who.student_on_stack, who.register
+    str_keys = _exact_str_keys()
+    s_type, s_id, s_any, s_list, s_set, s_frozenset, s_tuple = type, id, any, list, set, frozenset, tuple
+    s_issubclass, s_staticmethod, s_classmethod, s_property = issubclass, staticmethod, classmethod, property
+    function_type, method_type, partial_type = types.FunctionType, types.MethodType, functools.partial
+    get_mro = type.__dict__["__mro__"].__get__
+    get_type_dict = type.__dict__["__dict__"].__get__
+    missing = object()
     student_name = "exercise"  # the name the plugin loads the student's module under (its classes' __module__)
+    reference = student_module = None
+    codes = classes = s_frozenset()  # ids of the reference's code objects and classes
+    keep: list = []  # what `codes` and `classes` and `tainted` name, kept alive so that the ids stay theirs
+    substituted: dict = {}
+    tainted: set = set()
+
+    def store(module, code_objects, reference_classes) -> None:
+        nonlocal reference, codes, classes
+        if reference is not None:
+            return
+        reference = module
+        register(module.__dict__, REFERENCE_CODE)
+        codes = s_frozenset(s_id(c) for c in code_objects)
+        classes = s_frozenset(s_id(c) for c in reference_classes)
+        keep.append((s_tuple(code_objects), s_tuple(reference_classes)))
+
+    def fetch():
+        return reference
+
+    def note_student_module(module) -> None:
+        nonlocal student_module
+        student_module = module
+
+    def substitute(name: str, value) -> None:
+        substituted[name] = value
+
+    def taint(cls) -> None:
+        tainted.add(s_id(cls))
+        keep.append(cls)
+
+    def substituted_below(frame) -> bool:
+        """Whether a reference function a grader substituted into the student's module is on the stack
+        above the student's code (the student's code calling it, and it calling its own helpers)."""
+        allowed = None
+        while frame is not None:
+            kind = classify(frame.f_code.co_filename)
+            if kind in UNTRUSTED:
+                return False
+            if kind == REFERENCE_CODE:
+                if allowed is None:
+                    allowed = s_set()
+                    if student_module is not None and str_keys(student_module.__dict__):
+                        for name, value in s_list(substituted.items()):
+                            if student_module.__dict__.get(name, missing) is value and s_type(value) is function_type:
+                                allowed.add(s_id(value.__code__))
+                if s_id(frame.f_code) in allowed:
+                    return True
+            frame = frame.f_back
+        return False
+
+    def entered(frame) -> None:
+        """The reference's code starts running in `frame`: refused when the student's code called it
+        (other than through a piece substituted into their module) or inherited it."""
+        caller = frame.f_back
+        if student_on_stack(caller) and not substituted_below(caller):
+            deny("your code called the reference solution: write it yourself", report=True, frame=caller)
+        if tainted:
+            code = frame.f_code
+            if code.co_argcount:
+                first = frame.f_locals.get(code.co_varnames[0], missing)
+                cls = first if s_issubclass(s_type(first), s_type) else s_type(first)
+                if s_id(cls) in tainted:
+                    deny("your class uses the reference solution's methods: write them yourself", report=True,
+                         frame=frame)
+
+    def is_reference(value, depth=0) -> bool:
+        if depth > 3:
+            return False
+        t = s_type(value)
+        if t is function_type:
+            return s_id(value.__code__) in codes
+        if t is method_type or t is s_staticmethod or t is s_classmethod:
+            return is_reference(value.__func__, depth + 1)
+        if t is s_property:
+            return s_any(is_reference(f, depth + 1) for f in (value.fget, value.fset) if f is not None)
+        if s_issubclass(t, s_type):
+            return s_any(s_id(c) in classes for c in get_mro(value))
+        if t is partial_type:
+            return is_reference(value.func, depth + 1)
+        return False
 
     def check_student_module(where=None) -> None:
         """The student's names must not be the reference solution's own code."""
-        module = state["student_module"]
-        codes = state["reference_codes"]
-        classes = state["reference_classes"]
-        if module is None or (not codes and not classes):
+        if student_module is None or (not codes and not classes):
             return
-
-        def is_reference(value, depth=0) -> bool:
-            if depth > 3:
-                return False
-            t = s_type(value)
-            if t is function_type:
-                return s_id(value.__code__) in codes
-            if t is types.MethodType or t is staticmethod or t is classmethod:
-                return is_reference(value.__func__, depth + 1)
-            if t is property:
-                return any(is_reference(f, depth + 1) for f in (value.fget, value.fset) if f is not None)
-            if issubclass(t, type):
-                return any(s_id(c) in classes for c in get_mro(value))
-            if t is partial_type:
-                return is_reference(value.func, depth + 1)
-            return False
-
-        substituted = state["substituted"]
-        namespace = module.__dict__
+        namespace = student_module.__dict__
         if not str_keys(namespace):
             tamper("your module's namespace holds a key that is not a name", where)
             return
@@ -844,41 +1070,111 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
             if is_reference(value):
                 tamper(f"your {name} is the reference solution's, not your own code", where)
                 return
-            members = get_type_dict(value) if issubclass(s_type(value), type) else None
+            members = get_type_dict(value) if s_issubclass(s_type(value), s_type) else None
             if members is not None and str_keys(members) and members.get("__module__") is student_name:
                 for attr, member in s_list(members.items()):
                     if is_reference(member):
                         tamper(f"your {name}.{attr} is the reference solution's, not your own code", where)
                         return
 
-    # ---------------------------------------------------------------- the forbidden-built-in mode
+    return types.SimpleNamespace(
+        store=store, fetch=fetch, note_student_module=note_student_module, substitute=substitute, taint=taint,
+        entered=entered, check_student_module=check_student_module)
 
-    def push_mode() -> None:
-        mode = state["mode"]
-        if mode is None:
-            return
-        state["push"](mode)
-        state["mode_pushed"].append(state["stack_len"]())
 
-    def pop_mode() -> None:
-        pushed = state["mode_pushed"]
-        if not pushed:
-            return
-        depth = pushed.pop()
-        # Pop only our own mode at the depth we pushed it; anything else is left for verification.
-        if state["stack_len"]() == depth:
-            top = state["pop"]()
-            if top is not state["mode"]:
-                state["push"](top)
-                tamper("your code changed the torch function mode stack (a TorchFunctionMode of its own?)")
+def _markers(who, seal, mode, reference, deny):
+    """`marker(func, frame)` handles an entry/exit marker (see `instrument`) running in `frame`, False
+    when `func` is not one. Where grading code calls into the student's code, whatever it called must
+    still be the student's own function, not one planted where torch, a grader or pytest keeps theirs:
+    the seal is verified for what the caller can reach, and the forbidden-built-in mode pushed; where the
+    student's code returns to grading code, the mode is popped."""
+    STUDENT_CODE, REFERENCE_CODE, UNTRUSTED = _STUDENT_CODE, _REFERENCE_CODE, _UNTRUSTED
+    enter_token, leave_token, reference_token = ENTER, LEAVE, REFERENCE
+    classify, first_outside_library = who.classify, who.first_outside_library
+    check_seal, push_mode, pop_mode, reference_entered = seal.check, mode.push, mode.pop, reference.entered
+    s_type, s_len, s_str = type, len, str
 
-    def clear_mode() -> None:
-        while state["mode_pushed"]:
+    def marker(func, frame) -> bool:
+        defaults = func.__defaults__
+        if defaults is None or s_len(defaults) != 1 or s_type(defaults[0]) is not s_str:
+            return False
+        token = defaults[0]
+        if token != enter_token and token != leave_token and token != reference_token:
+            return False
+        if frame is None:
+            return True
+        kind = classify(frame.f_code.co_filename)
+        if token == reference_token:
+            if kind == REFERENCE_CODE:
+                reference_entered(frame)
+            return True
+        if kind != STUDENT_CODE:
+            return True
+        if frame.f_code.co_name in ("__torch_function__", "__torch_dispatch__"):
+            deny(f"{frame.f_code.co_name} overrides how torch computes (and how graders compare): "
+                 "return plain tensors", report=True, frame=frame)
+        outer = first_outside_library(frame.f_back)
+        if outer is not None:
+            outer_kind = classify(outer.f_code.co_filename)
+            if outer_kind in UNTRUSTED:
+                return True  # the student's code calling its own: not a boundary
+        if token == enter_token:
+            check_seal("caller", (frame.f_code.co_filename, frame.f_lineno), frame.f_back)
+            push_mode()
+        else:
             pop_mode()
+        return True
 
-    # ---------------------------------------------------------------- paths
+    return marker
 
+
+# --------------------------------------------------------------------------------------------------
+# The path policy
+
+
+def _path_policy(config: dict, results_channel) -> types.SimpleNamespace:
+    """Which paths the student's code may open, list or change, from the course's layout (the config of
+    kata.configure). Hidden: the graders and the reference solutions of this kata and later ones (by
+    device and inode, under any name or link, and by path prefix), the progress file, the results channel
+    (`results_channel`, a (device, inode)) and /proc. Not to be written: Python files, anything in the
+    Python installation, the kata package, the graders or the solutions, and files in /dev/shm (memory
+    the kata's limit would not count).
+
+    `open_refusal(args)`, `listing_refusal(args)` and `change_refusal(event, args)` take an event's
+    arguments and answer None when allowed, else the refusal: `(why, message, report)` for open,
+    the message for a listing (always reported), `(message, report)` for a change."""
+    os_stat, os_fstat, os_getcwd = os.stat, os.fstat, os.getcwd
+    s_type, s_len, s_str, s_int, s_bytes = type, len, str, int, bytes
+    s_set, s_frozenset, s_tuple = set, frozenset, tuple
+    os_error, value_error, type_error = OSError, ValueError, TypeError
+    import pathlib
+
+    path_types = s_frozenset({pathlib.PurePosixPath, pathlib.PureWindowsPath, pathlib.PosixPath,
+                              pathlib.WindowsPath, pathlib.Path, pathlib.PurePath})
+    sep, code_suffixes, shared_memory_dirs = os.sep, _CODE_SUFFIXES, _SHARED_MEMORY_DIRS
+    write_flags = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
     unknown_path = object()
+
+    def file_ids(paths) -> frozenset:
+        """(device, inode) of each path that exists: a file is recognised under any name or link."""
+        ids = s_set()
+        for path in paths:
+            try:
+                st = os_stat(path)
+                ids.add((st.st_dev, st.st_ino))
+            except os_error:
+                pass
+        return s_frozenset(ids)
+
+    hidden_ids = file_ids(config.get("protected_files", ())) | file_ids(config.get("protected_dirs", ()))
+    hidden_prefixes = s_tuple(config.get("protected_prefixes", ()))
+    progress_ids = file_ids(config.get("progress_files", ()))
+    progress_prefixes = s_tuple(config.get("progress_files", ()))
+    not_writable = s_tuple(config.get("writable_blocked", ()))
+    try:
+        proc_device = os_stat("/proc/self").st_dev
+    except os_error:
+        proc_device = None
 
     def path_of(value):
         """A str, bytes or int path as given; `unknown_path` for any other object (a path-like object of
@@ -890,21 +1186,10 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
             return s_str(value)  # pathlib's own types: their code is sealed
         return unknown_path
 
-    def file_ids(paths) -> frozenset:
-        """(device, inode) of each path that exists: a file is recognised under any name or link."""
-        ids = s_set()
-        for path in paths:
-            try:
-                st = os_stat(path)
-                ids.add((st.st_dev, st.st_ino))
-            except OSError:
-                pass
-        return s_frozenset(ids)
-
     def absolute(path):
         text = path.decode("utf-8", "replace") if s_type(path) is s_bytes else path
-        if not text.startswith(os.sep):
-            text = os_getcwd() + os.sep + text
+        if not text.startswith(sep):
+            text = os_getcwd() + sep + text
         return text
 
     def protected(path) -> str | None:
@@ -915,24 +1200,24 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
             return "unknown"
         try:
             st = os_fstat(path) if s_type(path) is s_int else os_stat(path)
-        except (OSError, ValueError, TypeError):
+        except (os_error, value_error, type_error):
             st = None
         if st is not None:
             ident = (st.st_dev, st.st_ino)
-            if ident in state["progress_ids"]:
+            if ident in progress_ids:
                 return "progress"
-            if ident in state["protected_ids"] or ident in state["protected_dirs"]:
+            if ident in hidden_ids:
                 return "hidden"
-            if ident == state["results_id"]:
+            if ident == results_channel:
                 return "results"
-            if st.st_dev == state["proc_dev"]:
+            if st.st_dev == proc_device:
                 return "proc"
         if s_type(path) is s_int:
             return None
         text = absolute(path)
-        if text.startswith(state["progress_prefixes"]):
+        if text.startswith(progress_prefixes):
             return "progress"
-        if text.startswith(state["protected_prefixes"]):
+        if text.startswith(hidden_prefixes):
             return "hidden"
         return None
 
@@ -940,352 +1225,363 @@ def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
         if path is None or path is unknown_path or s_type(path) is s_int:
             return False
         text = absolute(path)
-        return text.endswith(_CODE_SUFFIXES) or text.startswith(state["writable_blocked"])
+        return text.endswith(code_suffixes) or text.startswith(not_writable)
 
-    def deny(message: str, *, report: bool, frame) -> None:
-        where = student_where(frame)
-        if report:
-            tamper(message, where)
-        raise permission_error("kata: " + message + (" (this attempt is reported)" if report else ""))
+    def open_refusal(args):
+        path = path_of(args[0]) if args else None
+        why = protected(path)
+        if why == "hidden":
+            return why, f"reading {s_str(path)} is not allowed: the graders and the reference solution are hidden", True
+        if why == "progress":
+            return why, (f"opening {s_str(path)} is not allowed: the progress file is kata's to write, after the "
+                         "checks"), True
+        if why == "results":
+            return why, "the results of the checks are written by the graders only", True
+        if why == "unknown":
+            return why, "open() takes a str, bytes or pathlib path while your code is graded", False
+        if why == "proc":
+            return why, f"{s_str(path)}: /proc is not available while your code is graded", True
+        mode = args[1] if s_len(args) > 1 else None
+        flags = args[2] if s_len(args) > 2 else 0
+        writing = (s_type(mode) is s_str and ("w" in mode or "a" in mode or "x" in mode or "+" in mode)) or (
+            s_type(flags) is s_int and flags & write_flags)
+        if writing and s_type(path) is not s_int and absolute(path).startswith(shared_memory_dirs):
+            return "shared-memory", (f"writing {s_str(path)} is not allowed while your code is graded: files in "
+                                     "/dev/shm are memory the kata's limit would not count"), True
+        if writing and write_blocked(path):
+            return "code", (f"writing {s_str(path)} is not allowed while your code is graded (no Python files, "
+                            "nothing inside the Python installation or the course's graders and solutions)"), True
+        return None
 
-    # ---------------------------------------------------------------- commands from the plugin
+    def listing_refusal(args):
+        path = path_of(args[0]) if args else None
+        if path is not None and protected(path) is not None:
+            return f"listing {s_str(path)} is not allowed: the graders and the reference solution are hidden"
+        return None
 
-    def command(event: str, args, frame) -> None:
-        caller = frame.f_code.co_filename if frame is not None else ""
-        if event == TAMPER:
-            tamper(args[0] if args and s_type(args[0]) is s_str else "tampering", student_where(frame))
-            return
-        if event == THREAD:
-            if caller.startswith(state["kata_dir"]) and not student_on_stack(frame.f_back):
-                function, thread_args, kwargs, box = args
-                box.append(start_new_thread(function, thread_args, kwargs))
-                return
-            deny("starting threads is not available while your code is graded", report=False, frame=frame)
-        if event == FORK_EXEC:
-            if fork_exec is not None and caller.startswith(state["kata_dir"]) and not student_on_stack(frame.f_back):
-                process_args, box = args
-                box.append(fork_exec(*process_args))
-                return
-            deny("_posixsubprocess.fork_exec is not allowed while your code is graded (no processes)", report=True,
-                 frame=frame)
-        if event == SUBSTITUTE:
-            # A grader puts a piece of the reference into the student's module (pytest's monkeypatch):
-            # the student's code may then call it, as long as it stays there.
-            if caller.startswith(state["kata_dir"]) and not student_on_stack(frame.f_back):
-                state["substituted"][args[0]] = args[1]
-            return
-        if event == TAINT:
-            # A subclass of a reference class is being made: by the student's code, it may not run
-            # the reference's methods.
-            if caller.startswith(state["kata_dir"]) and student_on_stack(frame):
-                state["tainted"].add(s_id(args[0]))
-                state["tainted_keep"].append(args[0])
-            return
-        if not caller.startswith(state["kata_dir"]) or student_on_stack(frame):
-            deny(f"{event} is for the grading plugin only", report=True, frame=frame)
-        if event == RESULT:
-            name, fields = args
-            scope = "full" if name == "end" else "core"
-            if name in ("check", "end", "import"):
-                clear_mode()
-                check_student_module()
-                check_seal(scope)
-            write(name, fields)
-        elif event == STUDENT:
-            if args[0] == "enter":
-                push_mode()
-            elif args[0] == "module":
-                state["student_module"] = args[1]
-            elif args[0] == "globals":
-                by_globals[s_id(args[1])] = 1  # before any of its code runs: this namespace is the student's
-                pinned.append(args[1])
-            else:
-                clear_mode()
-        elif event == VERIFY:
+    def change_refusal(event: str, args):
+        for value in args[:2]:
+            path = path_of(value)
+            if path is not None and s_type(path) is not s_int and (
+                    protected(path) is not None or write_blocked(path)):
+                return f"{event} on {s_str(path)} is not allowed while your code is graded", True
+        if event == "os.link" or event == "os.symlink":
+            return f"{event} is not allowed while your code is graded", False
+        return None
+
+    return types.SimpleNamespace(open_refusal=open_refusal, listing_refusal=listing_refusal,
+                                 change_refusal=change_refusal)
+
+
+# --------------------------------------------------------------------------------------------------
+# The routes and the dispatcher
+
+
+def _plugin_commands(results, who, seal, mode, reference, markers, deny, start_new_thread, fork_exec) -> dict:
+    """The routes of the kata package's own events, `{event: route(event, args, frame)}`. Most are the
+    plugin's, obeyed only when the kata package raises them with none of the student's code on the stack;
+    the others answer for themselves (tampering reported, threads and processes started for the kata
+    package only, substitutions and taints noted, the stack sampled once). kata.configure builds the
+    path policy and adds the routes of the system's events (`_system_routes`) to the same table: until
+    then, those pass."""
+    STUDENT_CODE = _STUDENT_CODE
+    write, tamper = results.write, results.tamper
+    in_kata, student_on_stack, student_where = who.in_kata, who.student_on_stack, who.student_where
+    configure_who, register, classify = who.configure, who.register, who.classify
+    take_seal, check_seal, arm_mode, clear_mode = seal.take, seal.check, mode.arm, mode.clear
+    check_student_module, note_student_module = reference.check_student_module, reference.note_student_module
+    store_reference, fetch_reference = reference.store, reference.fetch
+    substitute, taint, push_mode, channel = reference.substitute, reference.taint, mode.push, results.channel
+    build_path_policy, build_system_routes = _path_policy, _system_routes
+    loaded = sys.modules
+    s_type, s_str, s_list, s_frozenset, s_issubclass = type, str, list, frozenset, issubclass
+    module_type, frame_type = types.ModuleType, types.FrameType
+    configured = sampled = False
+    get_default_dtype = None
+
+    def plugin_only(command):
+        def route(event: str, args, frame) -> None:
+            if not in_kata(frame) or student_on_stack(frame):
+                deny(f"{event} is for the grading plugin only", report=True, frame=frame)
+            command(args)
+
+        return route
+
+    def on_result(args) -> None:
+        name, fields = args
+        if name in ("check", "end", "import"):
+            clear_mode()
             check_student_module()
-            check_seal(args[0] if args else "core")
-        elif event == FETCH_REFERENCE:
-            args[0].append(state["reference"])
-        elif event == STORE_REFERENCE:
-            if state["reference"] is None:
-                module, codes, classes = args
-                state["reference"] = module
-                by_globals[s_id(module.__dict__)] = 3
-                pinned.append(module.__dict__)
-                state["reference_codes"] = s_frozenset(s_id(c) for c in codes)
-                state["reference_classes"] = s_frozenset(s_id(c) for c in classes)
-                state["reference_keep"] = (s_tuple(codes), s_tuple(classes))  # ids stay valid
-        elif event == CONFIGURE:
-            if state["configured"]:
-                return
-            config = args[0]
-            state["student_files"] = s_frozenset(config["student_files"])
-            state["reference_files"] = s_frozenset(config["reference_files"])
-            state["trusted"] = s_tuple(config["trusted"])
-            state["untrusted"] = s_tuple(config["untrusted"])
-            state["library"] = s_tuple(config["library"])
-            state["grader_dirs"] = s_tuple(config["grader_dirs"])
-            state["protected_prefixes"] = s_tuple(config["protected_prefixes"])
-            state["writable_blocked"] = s_tuple(config["writable_blocked"])
-            state["protected_ids"] = file_ids(config["protected_files"])
-            state["protected_dirs"] = file_ids(config["protected_dirs"])
-            state["progress_ids"] = file_ids(config.get("progress_files", ()))
-            state["progress_prefixes"] = s_tuple(config.get("progress_files", ()))
-            try:
-                state["proc_dev"] = os_stat("/proc/self").st_dev
-            except OSError:
-                state["proc_dev"] = None
-            mode = config.get("mode")
-            if mode is not None:
-                state["mode"], state["push"], state["pop"], state["stack_len"] = mode
-            dtype_getter = config.get("get_default_dtype")
-            if dtype_getter is not None:
-                state["get_default_dtype"] = dtype_getter
-            state["cache"] = {}
-            state["configured"] = True
-        elif event == SEAL:
-            if state["sealed"]:
-                return
-            graders, extra = args
-            import gc
-            import warnings
+            check_seal("full" if name == "end" else "core")
+        write(name, fields)
 
-            enabled = gc.isenabled()
-            gc.disable()  # a hundred thousand small objects: no reason to scan torch's million each time
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # deprecated aliases (torch.distributed.reduce_op) warn
-                    snapshot(s_frozenset(graders), s_list(extra))
-            finally:
-                if enabled:
-                    gc.enable()
-            if state["get_default_dtype"] is not None:
-                state["default_dtype"] = state["get_default_dtype"]()
-            state["sealed"] = True
-
-    # ---------------------------------------------------------------- markers
-
-    def marker(func, frame) -> bool:
-        """Handle an entry/exit marker; False when `func` is not one."""
-        defaults = func.__defaults__
-        if defaults is None or s_len(defaults) != 1 or s_type(defaults[0]) is not s_str:
-            return False
-        token = defaults[0]
-        if token != ENTER and token != LEAVE and token != REFERENCE:
-            return False
-        if frame is None:
-            return True
-        kind = classify(frame.f_code.co_filename)
-        if token == REFERENCE:
-            if kind != 3:
-                return True
-            caller = frame.f_back
-            if student_on_stack(caller) and not substituted_below(caller):
-                deny("your code called the reference solution: write it yourself", report=True, frame=caller)
-            if state["tainted"]:
-                code = frame.f_code
-                if code.co_argcount:
-                    first = frame.f_locals.get(code.co_varnames[0], missing)
-                    cls = first if issubclass(s_type(first), type) else s_type(first)
-                    if s_id(cls) in state["tainted"]:
-                        deny("your class uses the reference solution's methods: write them yourself",
-                             report=True, frame=frame)
-            return True
-        if kind != 1:
-            return True
-        if frame.f_code.co_name in ("__torch_function__", "__torch_dispatch__"):
-            deny(f"{frame.f_code.co_name} overrides how torch computes (and how graders compare): "
-                 "return plain tensors", report=True, frame=frame)
-        outer = first_outside_library(frame.f_back)
-        if outer is not None and classify(outer.f_code.co_filename) in (1, 2):
-            return True  # the student's code calling its own: not a boundary
-        where = (frame.f_code.co_filename, frame.f_lineno)
-        if token == ENTER:
-            # Grading code calls into the student's code: whatever it called must still be the
-            # student's own function, not one planted where torch, a grader or pytest keeps theirs.
-            check_seal("caller", where, frame.f_back)
+    def on_student(args) -> None:
+        if args[0] == "enter":
             push_mode()
+        elif args[0] == "module":
+            note_student_module(args[1])
+        elif args[0] == "globals":
+            register(args[1], STUDENT_CODE)  # before any of its code runs: this namespace is the student's
         else:
-            pop_mode()
-        return True
+            clear_mode()
 
-    # ---------------------------------------------------------------- the hook
+    def on_verify(args) -> None:
+        check_student_module()
+        check_seal(args[0] if args else "core")
+
+    def on_configure(args) -> None:
+        nonlocal configured, get_default_dtype
+        if configured:
+            return
+        config = args[0]
+        configure_who(config)
+        policy = build_path_policy(config, channel)
+        arm_mode(config.get("mode"))
+        get_default_dtype = config.get("get_default_dtype")
+        routes.update(build_system_routes(who, policy, seal, markers, deny))
+        configured = True
+
+    def on_fetch_reference(args) -> None:
+        args[0].append(fetch_reference())
+
+    def on_store_reference(args) -> None:
+        module, code_objects, reference_classes = args
+        store_reference(module, code_objects, reference_classes)
+
+    def on_seal(args) -> None:
+        graders, extra = args
+        modules = [(name, module) for name, module in s_list(loaded.items())
+                   if s_issubclass(s_type(module), module_type)]
+        take_seal(modules + s_list(extra), s_frozenset(graders), get_default_dtype)
+
+    def on_sample(event, args, frame) -> None:
+        # The parent's time budget ran out: write where the student's code is (their frames only), once. A
+        # signal that comes while the hook is busy is not answered: the parent asks again a moment later.
+        # Only a real frame: the handler can be called by the student's code with an object of theirs.
+        nonlocal sampled
+        stack = args[0] if args else None
+        if sampled or s_type(stack) is not frame_type:
+            return
+        frames = []
+        while stack is not None:
+            if classify(stack.f_code.co_filename) == STUDENT_CODE:
+                frames.append({"file": stack.f_code.co_filename, "line": stack.f_lineno,
+                               "function": stack.f_code.co_name})
+            stack = stack.f_back
+        frames.reverse()
+        sampled = True
+        write("stack", {"frames": frames})
+
+    def on_tamper(event, args, frame) -> None:
+        tamper(args[0] if args and s_type(args[0]) is s_str else "tampering", student_where(frame))
+
+    def on_thread(event, args, frame) -> None:
+        if in_kata(frame) and not student_on_stack(frame.f_back):
+            function, thread_args, kwargs, box = args
+            box.append(start_new_thread(function, thread_args, kwargs))
+            return
+        deny("starting threads is not available while your code is graded", report=False, frame=frame)
+
+    def on_fork_exec(event, args, frame) -> None:
+        if fork_exec is not None and in_kata(frame) and not student_on_stack(frame.f_back):
+            process_args, box = args
+            box.append(fork_exec(*process_args))
+            return
+        deny("_posixsubprocess.fork_exec is not allowed while your code is graded (no processes)", report=True,
+             frame=frame)
+
+    def on_substitute(event, args, frame) -> None:
+        # A grader puts a piece of the reference into the student's module (pytest's monkeypatch): the
+        # student's code may then call it, as long as it stays there.
+        if in_kata(frame) and not student_on_stack(frame.f_back):
+            substitute(args[0], args[1])
+
+    def on_taint(event, args, frame) -> None:
+        # A subclass of a reference class is being made: by the student's code, it may not run the
+        # reference's methods.
+        if in_kata(frame) and student_on_stack(frame):
+            taint(args[0])
+
+    routes = {
+        SAMPLE: on_sample, TAMPER: on_tamper, THREAD: on_thread, FORK_EXEC: on_fork_exec, SUBSTITUTE: on_substitute,
+        TAINT: on_taint,
+        RESULT: plugin_only(on_result), STUDENT: plugin_only(on_student), VERIFY: plugin_only(on_verify),
+        FETCH_REFERENCE: plugin_only(on_fetch_reference), STORE_REFERENCE: plugin_only(on_store_reference),
+        CONFIGURE: plugin_only(on_configure), SEAL: plugin_only(on_seal),
+    }
+    return routes
+
+
+def _system_routes(who, paths, seal, markers, deny) -> dict:
+    """The routes of the system's events, `{event: route(event, args, frame)}`: what code may do while
+    the student's code is on the stack or runs (see the module's docstring). Trusted code on its own is
+    never stopped. Every ctypes event goes to the route under "ctypes."."""
+    TRUSTED_CODE, OTHER_CODE, UNTRUSTED = _TRUSTED_CODE, _OTHER_CODE, _UNTRUSTED
+    classify, student_on_stack, in_kata = who.classify, who.student_on_stack, who.in_kata
+    for_library, within, called_by_kata = who.for_library, who.within, who.called_by_kata
+    open_refusal, listing_refusal, change_refusal = paths.open_refusal, paths.listing_refusal, paths.change_refusal
+    holds, marker = seal.holds, markers
+    os_getpid = os.getpid
+    os_getpgid = getattr(os, "getpgid", lambda pid: -1)
+    s_type, s_len, s_issubclass, s_str, s_int = type, len, issubclass, str, int
+    function_type, code_type = types.FunctionType, types.CodeType
+    frame_attributes, setattr_targets = _FRAME_ATTRIBUTES, _SETATTR_TARGETS
+    frame_helpers, stack_text, line_cache = _FRAME_HELPERS, _STACK_TEXT, _LINE_CACHE
+    code_helpers, compilers, unaudited_modules = _CODE_HELPERS, _COMPILERS, _UNAUDITED_MODULES
+    code_readers = _CODE_READERS
+    reported_processes = frozenset({"os.kill", "os.killpg", "signal.pthread_kill", "resource.setrlimit",
+                                    "resource.prlimit"})
+    reported_introspection = frozenset({"object.__setattr__", "object.__delattr__", "sys.addaudithook"})
+
+    # An event's arguments can be anything when the student's code raises it with sys.audit: only plain
+    # values are compared or hashed here, or a method of theirs would run while the hook looks away.
+    def plain_str(value):
+        """`value` as an exact str (a copy made by str's own C code for a subclass), None if no str."""
+        return s_str.__str__(value) if s_issubclass(s_type(value), s_str) else None
+
+    def kind(frame) -> int:
+        return classify(frame.f_code.co_filename) if frame is not None else TRUSTED_CODE
+
+    def involved(frame) -> bool:
+        """Whether code other than trusted code raised the event, or the student's code is on the stack."""
+        return kind(frame) != TRUSTED_CODE or student_on_stack(frame)
+
+    def on_attribute(event, args, frame) -> None:
+        # A read that hands out a frame or a code object; markers are read as `__code__`.
+        name = plain_str(args[1]) if s_len(args) > 1 else None
+        if name not in frame_attributes:
+            return
+        if name == "__code__" and s_type(args[0]) is function_type and marker(args[0], frame):
+            return
+        if in_kata(frame):
+            return  # the guard and this toolkit look at frames; they never hand one out
+        if name == "__code__" and frame is not None and (frame.f_code.co_filename, frame.f_code.co_name) in \
+                code_readers:
+            return  # inspect.signature (for a dataclass, say): it returns a signature, not the code
+        if kind(frame) == OTHER_CODE or student_on_stack(frame):
+            deny(f"reading {name} is not allowed while your code is graded (stack frames and code "
+                 "objects belong to the graders)", report=False, frame=frame)
+
+    def on_ctypes(event, args, frame) -> None:
+        immediate = kind(frame)
+        if immediate in UNTRUSTED or student_on_stack(frame):
+            deny("ctypes is not allowed while your code is graded", report=True, frame=frame)
+
+    def on_open(event, args, frame) -> None:
+        if not involved(frame):
+            return
+        refusal = open_refusal(args)
+        if refusal is not None:
+            why, message, report = refusal
+            # linecache quoting a hidden file in a library's text about its own callers gets no lines, like
+            # any unreadable file; the student's code asking is tampering.
+            deny(message, report=report and not (why == "hidden" and for_library(frame, line_cache)), frame=frame)
+
+    def on_listing(event, args, frame) -> None:
+        if not involved(frame):
+            return
+        message = listing_refusal(args)
+        if message is not None and not called_by_kata(frame):
+            deny(message, report=True, frame=frame)
+
+    def on_change(event, args, frame) -> None:
+        if not involved(frame):
+            return
+        refusal = change_refusal(event, args)
+        if refusal is not None:
+            message, report = refusal
+            deny(message, report=report, frame=frame)
+
+    def on_process(event, args, frame) -> None:
+        if not involved(frame):
+            return
+        target = args[0] if args and s_type(args[0]) is s_int else None
+        if event == "signal.pthread_kill" or (event == "os.kill" and target == os_getpid()) or (
+                event == "os.killpg" and target == os_getpgid(0)):
+            return  # the grading process signalling itself: a crash, never a pass
+        deny(f"{event} is not allowed while your code is graded (no processes, signals or limits)",
+             report=event in reported_processes, frame=frame)
+
+    def on_code(event, args, frame) -> None:
+        immediate = kind(frame)
+        if immediate == TRUSTED_CODE and not student_on_stack(frame):
+            return
+        if immediate == TRUSTED_CODE and frame.f_code.co_filename.endswith(code_helpers):
+            code = args[0] if args else None
+            if s_type(code) is code_type and classify(code.co_filename) == OTHER_CODE:
+                deny(f"importing {code.co_filename} is not available while your code is graded: keep your "
+                     "code in the exercise file", report=False, frame=frame)
+            return
+        if immediate == TRUSTED_CODE and within(frame, compilers):
+            deny("torch.compile is not available while your code is graded: the checks grade your code as "
+                 "written, so leave torch.compile out", report=False, frame=frame)
+        deny(f"{'compiling' if event == 'compile' else 'running'} code at run time (exec, eval, compile) "
+             "is not allowed while your code is graded", report=False, frame=frame)
+
+    def on_import(event, args, frame) -> None:
+        name = plain_str(args[0]) if args else None
+        if name in unaudited_modules and involved(frame):
+            deny(f"importing {name} anew is not allowed while your code is graded (no processes, no shared "
+                 "memory)", report=True, frame=frame)
+
+    def on_channel(event, args, frame) -> None:
+        if not involved(frame):
+            return
+        what = "memory mappings (mmap)" if event == "mmap.__new__" else "sockets (no network)"
+        deny(f"{event}: {what} are not allowed while your code is graded", report=event == "mmap.__new__",
+             frame=frame)
+
+    def on_introspection(event, args, frame) -> None:
+        if kind(frame) == TRUSTED_CODE:
+            if not student_on_stack(frame):
+                return
+            filename = frame.f_code.co_filename
+            if event == "sys._getframe" and (filename.endswith(frame_helpers) or in_kata(frame)
+                                             or for_library(frame, stack_text)):
+                return
+            if event in ("marshal.loads", "marshal.load") and filename.startswith("<frozen importlib"):
+                return
+            if event == "object.__setattr__" and s_len(args) > 1 and (
+                    plain_str(args[1]) in ("__module__", "__qualname__", "__name__", "__doc__", "__annotations__")
+                    or (s_issubclass(s_type(args[0]), setattr_targets) and not holds(args[0]))):
+                return
+        deny(f"{event} is not allowed while your code is graded", report=event in reported_introspection,
+             frame=frame)
+
+    routes = {"object.__getattr__": on_attribute, "ctypes.": on_ctypes, "open": on_open, "os.open": on_open,
+              "compile": on_code, "exec": on_code, "import": on_import}
+    for events, route in ((_LISTINGS, on_listing), (_PATH_WRITES, on_change), (_PROCESSES, on_process),
+                          (_CHANNELS, on_channel), (_INTROSPECTION, on_introspection)):
+        routes.update(dict.fromkeys(events, route))
+    return routes
+
+
+def _dispatcher(routes: dict):
+    """The audit hook itself: each event goes to its route in `routes` (every ctypes event to the one under
+    "ctypes."); any other passes untouched. The hook's own work raises audit events too (reading
+    attributes, looking at frames): those are not its business, so a thread already in the hook passes."""
+    import _thread
+
+    get_ident, getframe, routes_get = _thread.get_ident, sys._getframe, routes.get
+    busy: set = set()  # threads inside the hook
 
     def hook(event, args):
-        if event not in _WATCHED and event not in _OWN and not event.startswith("ctypes."):
-            return
+        route = routes_get(event)
+        if route is None:
+            if not event.startswith("ctypes."):
+                return
+            route = routes_get("ctypes.")
+            if route is None:
+                return
         ident = get_ident()
         if ident in busy:
             return
         busy.add(ident)
         try:
-            handle(event, args)
+            route(event, args, getframe(1))  # 0 this hook, 1 the code that raised the event
         finally:
             busy.discard(ident)
 
-    def handle(event, args):
-        frame = getframe(2)  # 0 handle, 1 hook, 2 the code that raised the event
-        if event in _OWN:
-            command(event, args, frame)
-            return
-        if not state["configured"]:
-            return
-        if event == "object.__getattr__":
-            name = args[1] if s_len(args) > 1 else None
-            if name not in _FRAME_ATTRIBUTES:
-                return
-            if name == "__code__" and s_type(args[0]) is function_type and marker(args[0], frame):
-                return
-            if frame is not None and frame.f_code.co_filename.startswith(state["kata_dir"]):
-                return  # the guard and this toolkit look at frames; they never hand one out
-            if name == "__code__" and frame is not None and (frame.f_code.co_filename, frame.f_code.co_name) in \
-                    code_readers:
-                return  # inspect.signature (for a dataclass, say): it returns a signature, not the code
-            if (frame is not None and classify(frame.f_code.co_filename) == 2) or student_on_stack(frame):
-                deny(f"reading {name} is not allowed while your code is graded (stack frames and code "
-                     "objects belong to the graders)", report=False, frame=frame)
-            return
-        immediate = classify(frame.f_code.co_filename) if frame is not None else 0
-        if event.startswith("ctypes."):
-            if immediate in (1, 2) or student_on_stack(frame):
-                deny("ctypes is not allowed while your code is graded", report=True, frame=frame)
-            return
-        if event == "open" or event == "os.open":
-            path = path_of(args[0]) if args else None
-            if immediate == 0 and not student_on_stack(frame):
-                return
-            why = protected(path)
-            if why == "hidden":
-                deny(f"reading {s_str(path)} is not allowed: the graders and the reference solution are hidden",
-                     report=not for_library(frame, _LINE_CACHE),
-                     frame=frame)
-            if why == "progress":
-                deny(f"opening {s_str(path)} is not allowed: the progress file is kata's to write, after the checks",
-                     report=True, frame=frame)
-            if why == "results":
-                deny("the results of the checks are written by the graders only", report=True, frame=frame)
-            if why == "unknown":
-                deny("open() takes a str, bytes or pathlib path while your code is graded", report=False,
-                     frame=frame)
-            if why == "proc":
-                deny(f"{s_str(path)}: /proc is not available while your code is graded", report=True, frame=frame)
-            mode = args[1] if s_len(args) > 1 else None
-            flags = args[2] if s_len(args) > 2 else 0
-            writing = (s_type(mode) is s_str and ("w" in mode or "a" in mode or "x" in mode or "+" in mode)) or (
-                s_type(flags) is s_int and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC))
-            if writing and s_type(path) is not s_int and absolute(path).startswith(_SHARED_MEMORY_DIRS):
-                deny(f"writing {s_str(path)} is not allowed while your code is graded: files in /dev/shm are memory "
-                     "the kata's limit would not count", report=True, frame=frame)
-            if writing and write_blocked(path):
-                deny(f"writing {s_str(path)} is not allowed while your code is graded (no Python files, nothing "
-                     "inside the Python installation or the course's graders and solutions)", report=True,
-                     frame=frame)
-            return
-        if event in _LISTINGS:
-            if immediate == 0 and not student_on_stack(frame):
-                return
-            path = path_of(args[0]) if args else None
-            if path is not None and protected(path) is not None and not called_by_kata(frame):
-                deny(f"listing {s_str(path)} is not allowed: the graders and the reference solution are hidden",
-                     report=True, frame=frame)
-            return
-        if event in _PATH_WRITES:
-            if immediate == 0 and not student_on_stack(frame):
-                return
-            for value in args[:2]:
-                path = path_of(value)
-                if path is not None and s_type(path) is not s_int and (
-                        protected(path) is not None or write_blocked(path)):
-                    deny(f"{event} on {s_str(path)} is not allowed while your code is graded", report=True,
-                         frame=frame)
-            if event in ("os.link", "os.symlink"):
-                deny(f"{event} is not allowed while your code is graded", report=False, frame=frame)
-            return
-        if event in _PROCESSES:
-            if immediate == 0 and not student_on_stack(frame):
-                return
-            if event == "signal.pthread_kill" or (event == "os.kill" and args and args[0] == os_getpid()) or (
-                    event == "os.killpg" and args and args[0] == os_getpgid(0)):
-                return  # the grading process signalling itself: a crash, never a pass
-            report = event in ("os.kill", "os.killpg", "signal.pthread_kill", "resource.setrlimit",
-                               "resource.prlimit")
-            deny(f"{event} is not allowed while your code is graded (no processes, signals or limits)",
-                 report=report, frame=frame)
-        if event == "compile" or event == "exec":
-            if immediate == 0 and not student_on_stack(frame):
-                return
-            if immediate == 0 and frame.f_code.co_filename.endswith(_CODE_HELPERS):
-                code = args[0] if args else None
-                if s_type(code) is types.CodeType and classify(code.co_filename) == 2:
-                    deny(f"importing {code.co_filename} is not available while your code is graded: keep your "
-                         "code in the exercise file", report=False, frame=frame)
-                return
-            if immediate == 0 and within(frame, _COMPILERS):
-                deny("torch.compile is not available while your code is graded: the checks grade your code as "
-                     "written, so leave torch.compile out", report=False, frame=frame)
-            deny(f"{'compiling' if event == 'compile' else 'running'} code at run time (exec, eval, compile) "
-                 "is not allowed while your code is graded", report=False, frame=frame)
-        if event == "import":
-            if args and args[0] in _UNAUDITED_MODULES and (immediate != 0 or student_on_stack(frame)):
-                deny(f"importing {args[0]} anew is not allowed while your code is graded (no processes, no shared "
-                     "memory)", report=True, frame=frame)
-            return
-        if event in _CHANNELS:
-            if immediate == 0 and not student_on_stack(frame):
-                return
-            what = "memory mappings (mmap)" if event == "mmap.__new__" else "sockets (no network)"
-            deny(f"{event}: {what} are not allowed while your code is graded", report=event == "mmap.__new__",
-                 frame=frame)
-        if event in _INTROSPECTION:
-            if immediate == 0:
-                if not student_on_stack(frame):
-                    return
-                filename = frame.f_code.co_filename
-                if event == "sys._getframe" and (filename.endswith(_FRAME_HELPERS)
-                                                 or filename.startswith(state["kata_dir"])
-                                                 or for_library(frame, _STACK_TEXT)):
-                    return
-                if event in ("marshal.loads", "marshal.load") and filename.startswith("<frozen importlib"):
-                    return
-                if event == "object.__setattr__" and s_len(args) > 1 and (
-                        args[1] in ("__module__", "__qualname__", "__name__", "__doc__", "__annotations__")
-                        or (issubclass(s_type(args[0]), _SETATTR_TARGETS) and not sealed_target(args[0]))):
-                    return
-            report = event in ("object.__setattr__", "object.__delattr__", "sys.addaudithook")
-            deny(f"{event} is not allowed while your code is graded", report=report, frame=frame)
-
-    def sample(signum, frame):
-        """The parent's time budget ran out: write where the student's code is (their frames only). Not
-        in the middle of a write of the hook's own: the parent asks again a moment later."""
-        ident = get_ident()
-        # Only a real frame: this handler can be fetched (signal.getsignal) and called by the student's code
-        # with an object of theirs, whose attributes would then run while the hook looks away.
-        if ident in busy or sampled or s_type(frame) is not frame_type:
-            return
-        busy.add(ident)
-        try:
-            frames = []
-            while frame is not None:
-                if classify(frame.f_code.co_filename) == 1:
-                    frames.append({"file": frame.f_code.co_filename, "line": frame.f_lineno,
-                                   "function": frame.f_code.co_name})
-                frame = frame.f_back
-            frames.reverse()
-            sampled.append(True)
-            write("stack", {"frames": frames})
-        finally:
-            busy.discard(ident)
-
-    sampled: list = []
-    frame_type = types.FrameType
-    import contextlib
-    import signal
-
-    from kata.grading.protocol import STACK_SIGNAL
-
-    if hasattr(signal, STACK_SIGNAL):
-        with contextlib.suppress(ValueError):  # outside the main thread: no samples, the rest works
-            signal.signal(getattr(signal, STACK_SIGNAL), sample)
     return hook
 
 
