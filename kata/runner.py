@@ -4,6 +4,8 @@ The `kata` process never imports the student's code (nor torch): it parses the f
 error costs milliseconds), reads it for forbidden built-ins, then starts `kata.grading.child` under the
 kata's time budget and memory limit, and reads the structured results it writes. Whatever happens to
 the child (a timeout, a signal, `os._exit`, running out of memory, tampering) becomes a named outcome.
+Given a warm pool (`kata.pool`, as `kata verify` does), the child is forked from a process that has
+already imported torch instead, and everything else here is the same.
 
 The results come through a pipe, each record signed with a key made for this run and handed to the
 child through another pipe (`kata.grading.protocol`, `kata.grading.sandbox`); a record the student's

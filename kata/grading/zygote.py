@@ -13,6 +13,10 @@ other thread can be OpenBLAS's (numpy's, sized by OPENBLAS_NUM_THREADS), which O
 before a fork and restarts when next needed (pthread_atfork). torch's intra-op pool starts at the first
 parallel tensor operation, so it first starts in the unit, sized by the unit's own OMP_NUM_THREADS.
 
+What Python and the imports draw at random once per process is the zygote's, shared by its units: the
+string hash seed, numpy's global generator. No check depends on them (`random` reseeds itself in a
+forked child; torch's default generator starts from a fixed seed, and the plugin seeds it per check).
+
 The protocol, over the socketpair whose end is FD (one JSON object per line, `Channel`):
 - the pool sends `{"argv", "env", "cwd", "fds", "log"}` with the unit's descriptors attached
   (`socket.send_fds`): the key pipe, the results pipe, the go pipe if any, and the pipe for its
