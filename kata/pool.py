@@ -58,8 +58,8 @@ class Unit:
         """Read the zygote's word that the unit ended; False if none came within `timeout`."""
         try:
             answer = self._zygote.channel.receive(timeout)
-        except (EOFError, OSError):
-            # The zygote died under its unit, and the unit's status with it: the unit goes too.
+        except (EOFError, OSError, ValueError):  # ValueError: the pool closed the socket meanwhile
+            # The zygote died (or the pool closed) under its unit, and the unit's status with it: the unit goes too.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
             self._zygote.dead = True
@@ -161,7 +161,8 @@ class Pool:
 
     def _replace(self, zygote: _Zygote) -> _Zygote:
         with self._lock:
-            self._zygotes.remove(zygote)
+            if zygote in self._zygotes:
+                self._zygotes.remove(zygote)
         with contextlib.suppress(OSError):
             zygote.process.kill()
         zygote.close()

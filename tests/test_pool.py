@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -155,6 +156,20 @@ def test_a_zygote_that_died_is_replaced(course, student_file):
         assert second != first and first not in zygote_pids()
 
 
+def test_a_zygote_that_dies_under_its_unit_takes_the_unit_and_is_replaced(course, student_file):
+    hanging = student_file("import torch\nwhile True:\n    pass\n", "hangs.py")  # at import: the unit never ends
+    with Pool(course, 1) as pool:
+        [zygote] = pool.pids()
+        run = runner._Run(course, course.find("9.1"), hanging, devices="cpu", seed=0, memory_mb=None,
+                          graders=None, pool=pool)
+        os.kill(zygote, signal.SIGKILL)
+        result = run.finish(TIMEOUT, started=0.0)
+        assert result.outcome == runner.CRASH and "killed by SIGKILL" in result.message
+        assert gone(run.child.pid)  # orphaned by its zygote, the killed unit is reaped by init: not at once
+        assert_pool_grades_correctly(course, pool, student_file)
+        assert zygote not in pool.pids()
+
+
 def test_no_zygote_or_unit_is_left_once_the_pool_closes(course, student_file):
     pool = Pool(course, 2)
     zygotes = pool.pids()
@@ -173,6 +188,16 @@ def test_no_zygote_or_unit_is_left_once_the_pool_closes(course, student_file):
 def zygote_pids() -> set[int]:
     found = subprocess.run(["pgrep", "-f", "kata.grading.zygote"], capture_output=True, text=True).stdout
     return {int(pid) for pid in found.split()}
+
+
+def gone(pgid: int, within: float = 10) -> bool:
+    """Whether the process group `pgid` is empty within `within` seconds."""
+    deadline = time.monotonic() + within
+    while in_group(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def in_group(pgid: int) -> bool:

@@ -158,7 +158,10 @@ def serve(channel: Channel) -> None:
 
 def _report_ended(channel: Channel, running: set[int]) -> None:
     while running:
-        pid, status = os.waitpid(-1, os.WNOHANG)
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
         if pid == 0:
             return
         running.discard(pid)
