@@ -26,6 +26,7 @@ The protocol, over the socketpair whose end is FD (one JSON object per line, `Ch
   with `start_new_session`), so the pool may signal its process group from then on;
 - when the unit ends: `{"exit": pid, "status": waitpid's status}`;
 - when the pool closes its end, the zygote kills what it still runs and exits.
+(A unit keeps its zygote's command line: `ps` shows it as `kata.grading.zygote`, its parent.)
 
 With the sandbox of `kata grade` (not done yet; those units start cold), a zygote would start inside
 bubblewrap, one per kata, with the course read-only and no network, and each unit would unshare its
