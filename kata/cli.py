@@ -388,7 +388,9 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, re
     """For course authors: prove every kata sound (reference passes, stub and planted mistakes fail).
 
     The runs are forked from a warm pool of --jobs processes that imported torch once (KATA_POOL=0:
-    each starts cold). With --progress, for instructors and the wary: prove each pass in the progress file."""
+    each starts cold).
+
+    With --progress, for instructors and the wary: prove each pass in the progress file."""
     import os
 
     if check_progress:
