@@ -8,6 +8,7 @@
 6. bench/capstone_tasks.py     the capstone tasks side by side (copy, the baseline; reverse), with and
                                without a planted padding-mask mistake
 7. bench/isolation.py          a graded unit in the bubblewrap sandbox against the same without it
+8. bench/pool.py               a graded unit and `kata verify 9.1 9.2`, forked from the warm pool against cold
 
     python bench/run_all.py          (764 s on a 2-core machine for 1-4, 2026-11-24)
 
@@ -24,12 +25,13 @@ import check_latency
 import grade_cost
 import grade_vs_nbgrader
 import isolation
+import pool
 import verify_course
 
 BENCHMARKS = (("kata check latency", check_latency), ("kata verify, whole course", verify_course),
               ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader),
               ("what a class costs", grade_cost), ("the capstone tasks: copy and reverse", capstone_tasks),
-              ("the sandbox of a graded unit", isolation))
+              ("the sandbox of a graded unit", isolation), ("the warm grading pool against cold grading", pool))
 
 
 def main() -> None:

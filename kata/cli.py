@@ -387,12 +387,16 @@ def doctor(as_json: bool) -> None:
 def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, regrade: bool, as_json: bool) -> None:
     """For course authors: prove every kata sound (reference passes, stub and planted mistakes fail).
 
+    The runs are forked from a warm pool of --jobs processes that imported torch once (KATA_POOL=0:
+    each starts cold).
+
     With --progress, for instructors and the wary: prove each pass in the progress file."""
     import os
 
     if check_progress:
         _verify_progress(kata_ids, regrade, as_json)
         return
+    from kata.pool import open_pool
     from kata.verify import verify_kata
 
     course = open_course()
@@ -401,14 +405,15 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, re
     started = time.perf_counter()
     reports = []
     console = None if as_json else render.make_console()
-    for kata in katas:
-        if console:
-            with render.verifying(console, kata):
-                report = verify_kata(course, kata, jobs=jobs)
-            render.verified(console, kata, report)
-        else:
-            report = verify_kata(course, kata, jobs=jobs)
-        reports.append((report, kata))
+    with open_pool(course, jobs) as pool:  # one warm pool for every kata's runs (KATA_POOL=0: none)
+        for kata in katas:
+            if console:
+                with render.verifying(console, kata):
+                    report = verify_kata(course, kata, jobs=jobs, pool=pool)
+                render.verified(console, kata, report)
+            else:
+                report = verify_kata(course, kata, jobs=jobs, pool=pool)
+            reports.append((report, kata))
     seconds = time.perf_counter() - started
     ok = all(r.ok for r, _ in reports)
     if as_json:

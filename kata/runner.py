@@ -4,6 +4,8 @@ The `kata` process never imports the student's code (nor torch): it parses the f
 error costs milliseconds), reads it for forbidden built-ins, then starts `kata.grading.child` under the
 kata's time budget and memory limit, and reads the structured results it writes. Whatever happens to
 the child (a timeout, a signal, `os._exit`, running out of memory, tampering) becomes a named outcome.
+Given a warm pool (`kata.pool`, as `kata verify` does), the child is forked from a process that has
+already imported torch instead, and everything else here is the same.
 
 The results come through a pipe, each record signed with a key made for this run and handed to the
 child through another pipe (`kata.grading.protocol`, `kata.grading.sandbox`); a record the student's
@@ -27,6 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kata.course import Course, Kata
 from kata.grading import cgroup, isolation, protocol
@@ -43,6 +46,9 @@ from kata.outcomes import (
     NOT_IMPLEMENTED,
     PASSED,
 )
+
+if TYPE_CHECKING:
+    from kata.pool import Pool, Unit
 
 # Kata outcomes (PASSED, FAILED and NOT_IMPLEMENTED: kata.outcomes).
 SYNTAX_ERROR = protocol.SYNTAX_ERROR
@@ -253,7 +259,8 @@ class Cancelled(Exception):
 def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices: str = "all",
              seed: int = 0, timeout: float | None = None, memory_mb: int | None = None,
              graders: Path | None = None, cancel: threading.Event | None = None,
-             on_event: Callable[[dict], None] | None = None, isolate: bool = False) -> KataResult:
+             on_event: Callable[[dict], None] | None = None, isolate: bool = False,
+             pool: Pool | None = None) -> KataResult:
     """Grade `student` (the kata's exercise by default) and return its structured result.
 
     `graders` runs the graders of another folder (an nbgrader notebook's hidden tests) instead of the
@@ -261,7 +268,9 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
     `cancel` (from another thread) ends the grading child and raises `Cancelled`. `on_event` is called
     (from another thread) with each verified record as the child writes it (`kata.grading.protocol`).
     `isolate` runs the child in an operating-system sandbox (`kata.grading.isolation`; OSError where
-    there is none) on a private copy of the student's file; the result names the file as given."""
+    there is none) on a private copy of the student's file; the result names the file as given. `pool`
+    forks the child from a warm zygote (`kata.pool`) instead of starting it cold; an isolated child
+    always starts cold."""
     path = (student or kata.exercise).resolve() if not isolate else Path(os.path.abspath(student or kata.exercise))
     started = time.perf_counter()
     early = precheck(kata, path)
@@ -270,7 +279,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
         return early
     if not isolate:
         run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
-                   on_event=on_event)
+                   on_event=on_event, pool=pool)
         return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
     memory = kata.memory_mb if memory_mb is None else memory_mb
     place = cgroup.probe().place
@@ -297,11 +306,13 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
 
 
 class _Run:
-    """One grading child: started, then waited for (under the budget) and its results interpreted."""
+    """One grading child: started (cold, or forked from a `pool`'s zygote), then waited for (under the
+    budget) and its results interpreted."""
 
     def __init__(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, memory_mb: int | None,
                  graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None,
-                 wrapper: list[str] | None = None, memory_group: cgroup.UnitGroup | None = None):
+                 wrapper: list[str] | None = None, memory_group: cgroup.UnitGroup | None = None,
+                 pool: Pool | None = None):
         self.kata, self.path = kata, path
         self.isolated = wrapper is not None
         self.memory_group = memory_group
@@ -315,28 +326,34 @@ class _Run:
         finally:
             os.close(key_write)
         passed = [key_read, results_write] + ([go_read] if wait else [])
-        command = [sys.executable, "-m", "kata.grading.child", kata.id, str(path), f"fd:{results_write}",
-                   *([f"--kata-graders={Path(graders).resolve()}"] if graders is not None else []),
-                   f"--kata-key-fd={key_read}", f"--kata-memory-mb={self.memory}",
-                   *([f"--kata-go-fd={go_read}"] if wait else []),
-                   f"--kata-devices={devices}", f"--kata-seed={seed}"]
+        argv = [kata.id, str(path), f"fd:{results_write}",
+                *([f"--kata-graders={Path(graders).resolve()}"] if graders is not None else []),
+                f"--kata-key-fd={key_read}", f"--kata-memory-mb={self.memory}",
+                *([f"--kata-go-fd={go_read}"] if wait else []),
+                f"--kata-devices={devices}", f"--kata-seed={seed}"]
+        command = [sys.executable, "-m", "kata.grading.child", *argv]
         env = grading_env(course)
         if wrapper is not None:
             command, env = [*wrapper, *command], isolation.environment(env)
+        log_read, log_write = os.pipe()  # the child's stdout and stderr
         try:
-            self.child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, env=env, cwd=course.root,
-                                          start_new_session=True, pass_fds=tuple(passed))
+            if pool is not None:
+                self.child = pool.spawn(argv, env=env, fds=passed, log=log_write)
+            else:
+                self.child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_write,
+                                              stderr=subprocess.STDOUT, env=env, cwd=course.root,
+                                              start_new_session=True, pass_fds=tuple(passed))
         except BaseException:
+            os.close(log_read)
+            os.close(results_read)
             if self.go is not None:
                 os.close(self.go)
             raise
         finally:
-            for fd in passed:
+            for fd in [*passed, log_write]:
                 os.close(fd)
         self.results = _Results(results_read, self.key, on_event)
-        self.log = _Drain(os.dup(self.child.stdout.fileno()), LOG_HEAD, LOG_TAIL)
-        self.child.stdout.close()
+        self.log = _Drain(log_read, LOG_HEAD, LOG_TAIL)
 
     def alive(self) -> bool:
         return self.child.poll() is None
@@ -454,7 +471,7 @@ def prepare_kata(course: Course, kata: Kata, *, devices: str = "all") -> Prepare
         return None
 
 
-def _kill_group(child: subprocess.Popen) -> None:
+def _kill_group(child: subprocess.Popen | Unit) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(child.pid, signal.SIGKILL)
     child.wait()

@@ -33,6 +33,7 @@ from functools import partial
 from pathlib import Path
 
 from kata.course import Course, Kata
+from kata.pool import Pool, open_pool
 from kata.runner import NOT_IMPLEMENTED, PASSED, KataResult, run_kata
 from kata.scaffold import TODO, todos
 from kata.stubs import StubError, count_regions, derive_stub
@@ -163,7 +164,9 @@ def _judge_mistake(result: KataResult, name: str, expected: str, also: set[str])
                diagnoses=found, named=named, false_diagnoses=false)
 
 
-def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, ...] = SEEDS) -> KataReport:
+def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, ...] = SEEDS,
+                pool: Pool | None = None) -> KataReport:
+    """`jobs` grading runs at a time, forked from `pool`'s zygotes where one is given, else started cold."""
     report = KataReport(kata.id, kata.title)
     solution = kata.solution.read_text(encoding="utf-8")
     try:
@@ -209,8 +212,8 @@ def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, 
                                 encoding="utf-8")
             tasks.append((combined, partial(_judge_alternative, name=path.name), 0))
 
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = [pool.submit(run_kata, course, kata, file, seed=seed, devices="all")
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
+            futures = [threads.submit(run_kata, course, kata, file, seed=seed, devices="all", pool=pool)
                        for file, _, seed in tasks]
             for (_, judge, _), future in zip(tasks, futures, strict=True):
                 result = future.result()
@@ -231,10 +234,12 @@ def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, 
 
 def verify_course(course: Course, katas: list[Kata] | None = None, *, jobs: int = 2,
                   on_report: Callable[[KataReport], None] | None = None) -> list[KataReport]:
+    """Every kata (or `katas`), through one warm pool of `jobs` zygotes (`kata.pool`; none with KATA_POOL=0)."""
     reports = []
-    for kata in katas or course.katas:
-        report = verify_kata(course, kata, jobs=jobs)
-        reports.append(report)
-        if on_report:
-            on_report(report)
+    with open_pool(course, jobs) as pool:
+        for kata in katas or course.katas:
+            report = verify_kata(course, kata, jobs=jobs, pool=pool)
+            reports.append(report)
+            if on_report:
+                on_report(report)
     return reports

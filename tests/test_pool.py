@@ -1,0 +1,205 @@
+"""The warm grading pool (`kata.pool`, `kata.grading.zygote`): a unit forked from a zygote is graded
+exactly as a cold child is, whatever the unit does, and the pool leaves no process behind.
+
+Real processes throughout: real zygotes, real forks, real graders, each result compared with the
+same file graded cold in the same test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kata import runner
+from kata.course import load_course
+from kata.pool import Pool
+from kata.verify import with_mistake
+from tests.conftest import CORRECT_SOFTMAX, copy_course
+
+TIMEOUT = 180  # generous for a loaded machine, except where the timeout is the point
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A copy of the course, located through the environment, for the whole module (its pool too)."""
+    root = copy_course(tmp_path_factory.mktemp("pool") / "course")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KATA_COURSE", str(root))
+        patch.setenv("KATA_PROGRESS", str(root / ".kata-progress.json"))
+        patch.chdir(root)
+        yield load_course(root)
+
+
+@pytest.fixture(scope="module")
+def pool(course):
+    with Pool(course, 1) as pool:
+        yield pool
+
+
+@pytest.fixture
+def student_file(tmp_path):
+    def write(body: str, name: str = "exercise.py"):
+        path = tmp_path / name
+        path.write_text(body, encoding="utf-8")
+        return path
+
+    return write
+
+
+def summary(result: runner.KataResult) -> dict:
+    """Everything a result says about the student's file (not how long it took, nor the child's log)."""
+    frames = lambda fs: [(f.file, f.line, f.function, f.code) for f in fs]  # noqa: E731
+    return {
+        "outcome": result.outcome, "message": result.message, "points": result.points, "output": result.output,
+        "frames": frames(result.frames), "complete": result.complete, "threads": result.threads,
+        "memory_mb": result.memory_mb, "known_diagnoses": result.known_diagnoses,
+        "checks": [(c.id, c.status, c.message, sorted(d["id"] for d in c.diagnoses), frames(c.frames), c.output)
+                   for c in result.checks],
+    }
+
+
+def both_ways(course, pool, kata_id: str, path, **kwargs) -> tuple[dict, dict]:
+    kata = course.find(kata_id)
+    kwargs.setdefault("timeout", TIMEOUT)
+    cold = runner.run_kata(course, kata, path, **kwargs)
+    pooled = runner.run_kata(course, kata, path, pool=pool, **kwargs)
+    return summary(cold), summary(pooled)
+
+
+def assert_pool_grades_correctly(course, pool, student_file):
+    result = runner.run_kata(course, course.find("9.1"), student_file(CORRECT_SOFTMAX, "correct.py"), pool=pool,
+                             timeout=TIMEOUT)
+    assert result.outcome == runner.PASSED, (result.message, result.log[-1500:])
+
+
+# ------------------------------------------------------------------------------------ same results
+
+
+@pytest.mark.parametrize("kata_id", ["9.1", "9.4"])
+def test_pooled_grading_gives_what_cold_grading_gives(course, pool, student_file, kata_id):
+    kata = course.find(kata_id)
+    solution = kata.solution.read_text(encoding="utf-8")
+    files = {"reference": kata.solution, "stub": kata.exercise}
+    for mistake in kata.mistakes()[:2]:
+        files[mistake.stem] = student_file(with_mistake(solution, mistake.read_text(encoding="utf-8"), mistake.name),
+                                           f"mistake_{mistake.stem}.py")
+    outcomes = {}
+    for name, path in files.items():
+        cold, pooled = both_ways(course, pool, kata_id, path)
+        assert pooled == cold, name
+        outcomes[name] = cold["outcome"]
+    assert outcomes["reference"] == runner.PASSED and outcomes["stub"] == runner.NOT_IMPLEMENTED
+    assert all(outcomes[m.stem] == runner.FAILED for m in kata.mistakes()[:2])
+
+
+def test_a_unit_sees_the_environment_folder_and_arguments_of_a_cold_child(course, pool, student_file):
+    body = ("import os, re, signal, sys, threading, torch\n"
+            "print(os.getcwd(), sys.path[0], sys.flags, torch.get_num_threads(), threading.active_count())\n"
+            "print(sorted(os.environ.items()))\n"
+            "print([re.sub(r'\\d+$', 'N', a) for a in sys.argv[1:]])  # descriptor numbers differ\n"
+            "handlers = {s: signal.getsignal(s) for s in signal.valid_signals() if isinstance(s, signal.Signals)}\n"
+            "print({s.name: getattr(h, '__qualname__', str(h)) for s, h in handlers.items()})\n"
+            "print(os.getpgid(0) == os.getpid(), os.getsid(0) == os.getpid())\n"
+            + CORRECT_SOFTMAX)
+    cold, pooled = both_ways(course, pool, "9.1", student_file(body))
+    assert cold["outcome"] == runner.PASSED and "True True" in cold["output"], cold["message"]
+    assert pooled["output"] == cold["output"]
+
+
+# ------------------------------------------------------------------- a unit cannot harm the next one
+
+WRONG = "    return torch.exp(x) / 2\n"
+HARMFUL = {
+    "tampers": ("import torch\nimport kata.grading.plugin as plugin\n"
+                "plugin._classify = lambda report, call: ('passed', '', (), [])\n\n"
+                "def softmax(x, dim=-1):\n" + WRONG, {}),
+    "kills its parent": ("import os, signal, torch\n\ndef softmax(x, dim=-1):\n"
+                         "    os.kill(os.getppid(), signal.SIGKILL)\n" + WRONG, {}),
+    "calls os._exit": ("import os\n\ndef softmax(x, dim=-1):\n    os._exit(0)\n", {}),
+    "crashes": ("import os, signal\n\ndef softmax(x, dim=-1):\n    os.kill(os.getpid(), signal.SIGSEGV)\n", {}),
+    "runs out of memory": (CORRECT_SOFTMAX.replace(
+        "def softmax(x, dim=-1):\n",
+        "def softmax(x, dim=-1):\n    waste = torch.empty(3 * 1024 ** 3, dtype=torch.uint8)\n"), {"memory_mb": 2048}),
+    "loops forever": ("import torch\n\ndef softmax(x, dim=-1):\n    while True:\n        pass\n", {"timeout": 4}),
+}
+EXPECTED = {"tampers": runner.TAMPERED, "kills its parent": runner.TAMPERED, "calls os._exit": runner.CRASH,
+            "crashes": runner.CRASH, "runs out of memory": runner.MEMORY, "loops forever": runner.TIMEOUT}
+
+
+@pytest.mark.parametrize("case", list(HARMFUL))
+def test_a_harmful_unit_is_reported_as_cold_and_leaves_the_pool_sound(course, pool, student_file, case):
+    if case == "runs out of memory" and not sys.platform.startswith("linux"):
+        pytest.skip("RLIMIT_DATA is enforced on Linux")
+    body, kwargs = HARMFUL[case]
+    zygotes = pool.pids()
+    cold, pooled = both_ways(course, pool, "9.1", student_file(body), **kwargs)
+    assert cold["outcome"] == EXPECTED[case], cold["message"]
+    assert pooled == cold
+    assert pool.pids() == zygotes  # the zygote itself was not touched
+    assert_pool_grades_correctly(course, pool, student_file)
+
+
+# ---------------------------------------------------------------------------------- the zygotes
+
+
+def test_a_zygote_that_died_is_replaced(course, student_file):
+    with Pool(course, 1) as pool:
+        [first] = pool.pids()
+        os.kill(first, signal.SIGKILL)
+        assert_pool_grades_correctly(course, pool, student_file)
+        [second] = pool.pids()
+        assert second != first and first not in zygote_pids()
+
+
+def test_a_zygote_that_dies_under_its_unit_takes_the_unit_and_is_replaced(course, student_file):
+    hanging = student_file("import torch\nwhile True:\n    pass\n", "hangs.py")  # at import: the unit never ends
+    with Pool(course, 1) as pool:
+        [zygote] = pool.pids()
+        run = runner._Run(course, course.find("9.1"), hanging, devices="cpu", seed=0, memory_mb=None,
+                          graders=None, pool=pool)
+        os.kill(zygote, signal.SIGKILL)
+        result = run.finish(TIMEOUT, started=0.0)
+        assert result.outcome == runner.CRASH and "killed by SIGKILL" in result.message
+        assert gone(run.child.pid)  # orphaned by its zygote, the killed unit is reaped by init: not at once
+        assert_pool_grades_correctly(course, pool, student_file)
+        assert zygote not in pool.pids()
+
+
+def test_no_zygote_or_unit_is_left_once_the_pool_closes(course, student_file):
+    pool = Pool(course, 2)
+    zygotes = pool.pids()
+    assert_pool_grades_correctly(course, pool, student_file)
+    hanging = student_file("import torch\nwhile True:\n    pass\n", "hangs.py")  # at import: the unit never ends
+    run = runner._Run(course, course.find("9.1"), hanging, devices="cpu", seed=0, memory_mb=None, graders=None,
+                      pool=pool)
+    unit = run.child.pid
+    assert in_group(unit) and set(zygotes) <= zygote_pids()
+    pool.close()
+    run.close()
+    assert run.child.returncode == -signal.SIGKILL
+    assert not set(zygotes) & zygote_pids() and not in_group(unit)
+
+
+def zygote_pids() -> set[int]:
+    found = subprocess.run(["pgrep", "-f", "kata.grading.zygote"], capture_output=True, text=True).stdout
+    return {int(pid) for pid in found.split()}
+
+
+def gone(pgid: int, within: float = 10) -> bool:
+    """Whether the process group `pgid` is empty within `within` seconds."""
+    deadline = time.monotonic() + within
+    while in_group(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def in_group(pgid: int) -> bool:
+    """Whether any process (a unit, or one it started) is left in the process group `pgid`."""
+    return subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True).returncode == 0
