@@ -5,8 +5,8 @@ reference solution as `reference`, compare with `assert_close` (which writes ten
 messages and recognises planted classic mistakes), and name checks with their docstring's first line.
 
 - `compare`: `assert_close`, `is_close`, `assert_finite`, `describe`, tolerances;
-- `common`: the checks and the `Mistake`s every kata shares (inputs left unchanged, dtype and device
-  kept, half precision, batch independence, gradients equal to a reference);
+- `common`: the checks and the `Mistake`s every kata shares (inputs left unchanged, the output's shape,
+  dtype and device, batch independence, gradients equal to a reference, copies of a module's inputs);
 - `gradients`: `gradcheck` with a readable report; `properties`: hypothesis, derandomised;
 - `torch_layers`: PyTorch's own layers holding a student's weights, to compare on equal terms.
 
