@@ -1,6 +1,7 @@
 """`kata new`: the files of a new kata, ready for its author to fill in.
 
-A kata is one `[[kata]]` block in `course.toml` and five files in three trees:
+A kata is one `[[kata]]` block in `course.toml` and four files in three trees, plus its planted
+mistakes and alternatives:
 
     solutions/<id>-<slug>/solution.py         the reference, its solution regions marked
     exercises/<id>-<slug>/exercise.py         the stub, derived from the solution (`kata stubs`)
