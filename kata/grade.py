@@ -48,6 +48,7 @@ from filelock import FileLock, Timeout
 from kata import runner
 from kata.course import Course, Kata
 from kata.grading import isolation
+from kata.pool import Pool, open_pool
 from kata.progress import file_hash
 
 SCHEMA = "kata.grade/1"
@@ -216,11 +217,12 @@ def _read_regular(path: Path) -> bytes:
 
 
 def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprint: str | None = None,
-               cancel: threading.Event | None = None, isolate: bool = True) -> KataGrade:
+               cancel: threading.Event | None = None, isolate: bool = True, pool: Pool | None = None) -> KataGrade:
     """Grade one kata of one student, in a child process with the kata's limits, on a private copy of the
     student's file (a hard link is read as a copy; a symbolic link is never followed: 0 points). With
-    `isolate` the child runs in the operating-system sandbox (`kata.grading.isolation`). Never raises for
-    anything the student's files do; `runner.Cancelled` when `cancel` is set."""
+    `isolate` the child runs in the operating-system sandbox (`kata.grading.isolation`), forked from a
+    zygote of the sandboxed `pool` if one is given. Never raises for anything the student's files do;
+    `runner.Cancelled` when `cancel` is set."""
     fingerprint = fingerprint or graders_fingerprint(kata)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     sandbox = isolation.described() if isolate else UNSAFE
@@ -254,7 +256,7 @@ def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprin
     with tempfile.TemporaryDirectory(prefix="kata-submission-") as private:
         copy = Path(private) / path.name
         copy.write_bytes(content)
-        result = runner.run_kata(course, kata, copy, cancel=cancel, isolate=isolate)
+        result = runner.run_kata(course, kata, copy, cancel=cancel, isolate=isolate, pool=pool)
     where = [f"{relative}:{f.line}" if Path(f.file) == copy else f"{f.file}:{f.line}" for f in result.frames]
     counts = result.outcome != runner.TAMPERED  # a tampered run's checks do not count, in any report
     checks = [{"id": c.id, "title": c.title, "status": c.status, "points": c.points if c.passed and counts else 0.0,
@@ -518,6 +520,7 @@ def grade_class(course: Course, submissions: list[Submission], katas: list[Kata]
         if on_result:
             for grade in state.grades.values():
                 on_result(grade, True)
+        todo.sort(key=lambda unit: course.index(unit[0]))  # kata by kata: a warm zygote serves a kata's units
         state.interrupted = _run_units(course, todo, fingerprints, jobs, journal, state, on_result, isolate)
         state.seconds = time.perf_counter() - started
         state.reports = write_reports(out, state)
@@ -528,13 +531,20 @@ def grade_class(course: Course, submissions: list[Submission], katas: list[Kata]
 
 def _run_units(course: Course, todo: list[tuple[Kata, Submission]], fingerprints: dict[str, str], jobs: int,
                journal: Journal, state: ClassGrades, on_result, isolate: bool) -> bool:
-    """Grade the units, journaling each; True if interrupted (Ctrl-C)."""
+    """Grade the units, journaling each, through a sandboxed pool of `jobs` zygotes where units can have
+    one (`kata.pool`); True if interrupted (Ctrl-C)."""
+    with open_pool(course, jobs, sandboxed=True) if isolate and todo else contextlib.nullcontext() as warm:
+        return _run_units_with(course, todo, fingerprints, jobs, journal, state, on_result, isolate, warm)
+
+
+def _run_units_with(course: Course, todo: list[tuple[Kata, Submission]], fingerprints: dict[str, str], jobs: int,
+                    journal: Journal, state: ClassGrades, on_result, isolate: bool, warm: Pool | None) -> bool:
     cancel = threading.Event()
 
     def unit(kata: Kata, submission: Submission) -> KataGrade:
         try:
             return grade_kata(course, kata, submission, fingerprint=fingerprints[kata.id], cancel=cancel,
-                              isolate=isolate)
+                              isolate=isolate, pool=warm)
         except runner.Cancelled:
             raise
         except Exception as exc:  # the grading's own failure (no processes left, say): graded again next run
@@ -553,8 +563,8 @@ def _run_units(course: Course, todo: list[tuple[Kata, Submission]], fingerprints
         if on_result:
             on_result(grade, False)
 
-    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="kata-grade")
-    futures = [pool.submit(unit, kata, submission) for kata, submission in todo]
+    workers = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="kata-grade")
+    futures = [workers.submit(unit, kata, submission) for kata, submission in todo]
     try:
         pending = set(futures)
         while pending:
@@ -563,13 +573,13 @@ def _run_units(course: Course, todo: list[tuple[Kata, Submission]], fingerprints
                 record(future)
     except KeyboardInterrupt:
         cancel.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        workers.shutdown(wait=True, cancel_futures=True)
         # What finished, also while the others were being stopped, is kept.
         for future in futures:
             if future not in recorded and future.done() and not future.cancelled() and future.exception() is None:
                 record(future)
         return True
-    pool.shutdown(wait=True)
+    workers.shutdown(wait=True)
     return False
 
 

@@ -7,29 +7,35 @@ discarded after one unit. `kata.runner` drives it through `Unit`, which stands i
 `subprocess.Popen` of a cold child (pid, poll, wait, returncode): the time budget, the stack sample, the
 killing of its process group and the reading of its results are the runner's, as for a cold child.
 
-`kata verify` grades through one pool of `--jobs` zygotes; `KATA_POOL=0` turns it off (every unit
-then starts cold, as everywhere else: `kata check`, `kata watch`, and `kata grade`, whose units run in
-a sandbox that a pool does not enter yet).
+`kata verify` grades through one pool of `--jobs` zygotes. `kata grade` through a sandboxed pool
+(`Pool(sandboxed=True)`): each zygote lives in the bubblewrap sandbox of one kata (`isolation.command`),
+at most `--jobs` of them at a time (an idle one of another kata makes room), and each unit builds walls
+of its own inside it (`kata.grading.contain`) and is born in its own memory cgroup: the pool moves the
+zygote into the unit's cgroup for the fork. That needs a memory cgroup per unit; where there is none,
+or `KATA_POOL=0`, every unit starts cold, as everywhere else.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import queue
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from kata.course import Course
+from kata.course import Course, Kata
+from kata.grading import cgroup, isolation
 from kata.grading.zygote import Channel
 
 POOL_VARIABLE = "KATA_POOL"  # "0": no pool
 CLOSE_WAIT_S = 5  # a zygote still importing notices the pool's close only when done
+READY_WAIT_S = 300  # a sandboxed zygote's imports and trial unit, on a loaded machine
 
 
 class PoolError(Exception):
@@ -77,34 +83,92 @@ class Unit:
 
 
 class _Zygote:
-    """One zygote process and our end of its socket; it runs one unit at a time."""
+    """One zygote process and our end of its socket; it runs one unit at a time. With a `kata`, it lives
+    in that kata's sandbox, and the student's file of each unit is put in its `inbox` (its /submission)."""
 
-    def __init__(self, course: Course, env: dict[str, str]):
+    def __init__(self, course: Course, env: dict[str, str], kata: Kata | None = None):
+        self.kata, self.dead = kata, False
         ours, theirs = socket.socketpair()
+        command = [sys.executable, "-m", "kata.grading.zygote", str(theirs.fileno())]
+        passed, info_write = [theirs.fileno()], None
+        if kata is not None:
+            self._folder = tempfile.TemporaryDirectory(prefix="kata-zygote-")
+            self.inbox = Path(self._folder.name) / "submission"
+            self.inbox.mkdir()
+            placeholder = Path(self._folder.name) / "placeholder"
+            placeholder.touch()
+            info_read, info_write = os.pipe()
+            passed.append(info_write)
+            command = [*isolation.command(course, kata, self.inbox, placeholder=placeholder,
+                                          warm_info_fd=info_write), *command, "--sandboxed"]
+            env = isolation.environment(env)
         try:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "kata.grading.zygote", str(theirs.fileno())],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env, cwd=course.root,
-                start_new_session=True, pass_fds=(theirs.fileno(),))
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
+                                            cwd=course.root, start_new_session=True, pass_fds=passed)
         except BaseException:
             ours.close()
+            if kata is not None:
+                os.close(info_read)
+                self._folder.cleanup()
             raise
         finally:
             theirs.close()
+            if info_write is not None:
+                os.close(info_write)
         self.channel = Channel(ours)
-        self.dead = False
+        if kata is not None:
+            try:
+                self.host_pid = self._sandbox_ready(info_read)
+            except BaseException:
+                self.close()
+                raise
+
+    def _sandbox_ready(self, info_read: int) -> int:
+        """The zygote's pid as this process sees it (bwrap's info), once the zygote says it is ready."""
+        with os.fdopen(info_read, "rb") as info:
+            text = info.read()  # bwrap closes it once the sandbox is made
+        try:
+            pid = json.loads(text)["child-pid"]
+            answer = self.channel.receive(READY_WAIT_S)
+        except (ValueError, KeyError, EOFError) as exc:
+            raise PoolError(f"the sandboxed grading zygote did not start: {exc}") from None
+        if answer is None or not answer[0].get("ready"):
+            problem = answer[0].get("problem") if answer else f"not ready within {READY_WAIT_S} s"
+            raise PoolError(f"the sandboxed grading zygote cannot grade: {problem}")
+        return pid
 
     def usable(self) -> bool:
         return not self.dead and self.process.poll() is None
 
-    def fork(self, argv: list[str], *, env: dict[str, str], cwd: Path, fds: list[int], log: int) -> int:
-        """Ask for a unit; its pid. EOFError or OSError if the zygote is gone."""
+    def fork(self, argv: list[str], *, env: dict[str, str], cwd: Path, fds: list[int], log: int,
+             submission: Path | None = None, group: cgroup.UnitGroup | None = None) -> int:
+        """Ask for a unit; its pid. EOFError or OSError if the zygote is gone. A sandboxed zygote gets
+        `submission` in its inbox first, and is in the unit's cgroup `group` for the fork."""
+        if submission is not None:
+            (self.inbox / submission.name).write_bytes(submission.read_bytes())
+            env = {**env, "PWD": str(cwd)}  # what bwrap's --chdir sets for a cold unit
         passed = [*fds, log]
-        self.channel.send({"argv": argv, "env": env, "cwd": str(cwd), "fds": passed, "log": log}, passed)
-        message, _ = self.channel.receive()
+        if group is not None:
+            group.adopt(self.host_pid)
+        try:
+            self.channel.send({"argv": argv, "env": env, "cwd": str(cwd), "fds": passed, "log": log}, passed)
+            message, _ = self.channel.receive()
+        finally:
+            if group is not None:
+                group.release(self.host_pid)
         if "error" in message:
             raise PoolError(f"the grading zygote refused the unit: {message['error']}")
-        return message["pid"]
+        if group is None:
+            return message["pid"]
+        pid = group.member(message["pid"])  # the pid in the sandbox, seen from here
+        if pid is None:
+            raise PoolError("the sandboxed unit ended before it could be found in its cgroup")
+        return pid
+
+    def empty_inbox(self) -> None:
+        if self.kata is not None:
+            for path in self.inbox.iterdir():
+                path.unlink()
 
     def close(self) -> None:
         """Close our end: the zygote kills what it still runs and exits."""
@@ -114,76 +178,128 @@ class _Zygote:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.kata is not None:
+            self._folder.cleanup()
 
 
 class Pool:
-    """`size` zygotes of one course, started at once; `spawn` forks a unit from an idle one (waiting
-    for one if all are busy) and replaces a zygote that died."""
+    """At most `size` zygotes of one course; `spawn` forks a unit from an idle one (waiting for one if all
+    are busy) and replaces a zygote that died. Unsandboxed, the `size` zygotes start at once; sandboxed,
+    each starts when a unit of its kata first needs it."""
 
-    def __init__(self, course: Course, size: int):
+    def __init__(self, course: Course, size: int, *, sandboxed: bool = False):
         from kata.runner import grading_env  # the runner uses this module: imported when needed
 
-        self.course, self.env = course, grading_env(course)
-        self._idle: queue.SimpleQueue[_Zygote] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._zygotes: list[_Zygote] = []  # every zygote started, for `close`
+        self.course, self.env, self.sandboxed = course, grading_env(course), sandboxed
+        self.size = max(1, size)
+        self._changed = threading.Condition()
+        self._idle: list[_Zygote] = []  # the least recently used first
+        self._zygotes: list[_Zygote] = []  # every zygote started and not closed, for `close`
+        self._starting = 0  # zygotes being started: they count against `size` already
         self._units: set[Unit] = set()  # units not known to have ended
-        for _ in range(max(1, size)):
-            self._idle.put(self._start())
+        if not sandboxed:
+            for _ in range(self.size):
+                self._idle.append(self._start(None))
 
-    def _start(self) -> _Zygote:
-        zygote = _Zygote(self.course, self.env)
-        with self._lock:
+    def _start(self, kata: Kata | None, *, reserved: bool = False) -> _Zygote:
+        """A new zygote; `reserved`: the caller counted it in `_starting` already."""
+        with self._changed:
+            self._starting += not reserved
+        try:
+            zygote = _Zygote(self.course, self.env, kata)
+        finally:
+            with self._changed:
+                self._starting -= 1
+                self._changed.notify()
+        with self._changed:
             self._zygotes.append(zygote)
         return zygote
 
-    def spawn(self, argv: list[str], *, env: dict[str, str], fds: list[int], log: int) -> Unit:
+    def _take(self, kata: Kata | None) -> _Zygote:
+        """An idle zygote for `kata`'s units: one already there, a new one while there are fewer than
+        `size`, or a new one in place of the least recently used idle one of another kata."""
+        with self._changed:
+            while True:
+                match = next((z for z in self._idle if z.kata == kata), None)
+                if match is not None:
+                    self._idle.remove(match)
+                    return match
+                if len(self._zygotes) + self._starting < self.size or self._idle:
+                    break
+                self._changed.wait()
+            retired = self._idle.pop(0) if len(self._zygotes) + self._starting >= self.size else None
+            if retired is not None:
+                self._zygotes.remove(retired)
+            self._starting += 1
+        if retired is not None:
+            retired.close()
+        return self._start(kata, reserved=True)
+
+    def spawn(self, argv: list[str], *, env: dict[str, str], fds: list[int], log: int, kata: Kata | None = None,
+              submission: Path | None = None, group: cgroup.UnitGroup | None = None) -> Unit:
         """A unit running `kata.grading.child` with `argv` and `env` in the course's folder, holding `fds`
-        (named in `argv` by these numbers) and writing its stdout and stderr to `log`."""
-        zygote = self._idle.get()
+        (named in `argv` by these numbers) and writing its stdout and stderr to `log`. A sandboxed pool
+        also needs the unit's `kata`, the student's file (`submission`, seen as /submission/NAME) and the
+        unit's memory cgroup (`group`)."""
+        if self.sandboxed and (kata is None or submission is None or group is None):
+            raise ValueError("a sandboxed pool forks a unit for a kata, a submission and a memory cgroup")
+        zygote = self._take(kata if self.sandboxed else None)
         try:
             for _ in range(2):  # a zygote may die between units (killed, say): one fresh try
                 if not zygote.usable():
                     zygote = self._replace(zygote)
                 try:
-                    pid = zygote.fork(argv, env=env, cwd=self.course.root, fds=fds, log=log)
+                    pid = zygote.fork(argv, env=env, cwd=self.course.root, fds=fds, log=log,
+                                      submission=submission, group=group)
                 except (EOFError, OSError):
                     zygote.dead = True
                     continue
                 unit = Unit(zygote, pid, self._ended)
-                with self._lock:
+                with self._changed:
                     self._units.add(unit)
                 return unit
             raise PoolError("the grading zygote died before it could start the unit, and so did its replacement")
         except BaseException:
-            self._idle.put(zygote)
+            self._give_back(zygote)
             raise
 
     def _replace(self, zygote: _Zygote) -> _Zygote:
-        with self._lock:
+        with self._changed:
             if zygote in self._zygotes:
                 self._zygotes.remove(zygote)
         with contextlib.suppress(OSError):
             zygote.process.kill()
         zygote.close()
-        return self._start()
+        return self._start(zygote.kata)
+
+    def _give_back(self, zygote: _Zygote) -> None:
+        """The zygote is idle again (its inbox emptied: no student's file outlives the unit)."""
+        try:
+            zygote.empty_inbox()
+        except OSError:
+            zygote.dead = True
+        with self._changed:
+            if zygote in self._zygotes:
+                self._idle.append(zygote)
+            self._changed.notify()
 
     def _ended(self, unit: Unit) -> None:
-        with self._lock:
+        with self._changed:
             self._units.discard(unit)
-        self._idle.put(unit._zygote)
+        self._give_back(unit._zygote)
 
     def pids(self) -> list[int]:
-        """The zygotes' process ids (for tests and benchmarks)."""
-        with self._lock:
+        """The zygotes' process ids (bwrap's, for a sandboxed one; for tests and benchmarks)."""
+        with self._changed:
             return [z.process.pid for z in self._zygotes]
 
     def close(self) -> None:
         """End every zygote and every unit still running."""
-        with self._lock:
+        with self._changed:
             units, zygotes = list(self._units), list(self._zygotes)
             self._units.clear()
             self._zygotes.clear()
+            self._idle.clear()
         for unit in units:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(unit.pid, signal.SIGKILL)
@@ -203,10 +319,11 @@ def enabled() -> bool:
 
 
 @contextlib.contextmanager
-def open_pool(course: Course, size: int) -> Iterator[Pool | None]:
-    """A pool of `size` zygotes for the block, closed after it; None where `enabled()` says no."""
-    if not enabled():
+def open_pool(course: Course, size: int, *, sandboxed: bool = False) -> Iterator[Pool | None]:
+    """A pool of `size` zygotes for the block, closed after it; None where `enabled()` says no, or where
+    a sandboxed one is asked for and units get no memory cgroup here."""
+    if not enabled() or (sandboxed and not cgroup.probe().available):
         yield None
         return
-    with Pool(course, size) as pool:
+    with Pool(course, size, sandboxed=sandboxed) as pool:
         yield pool

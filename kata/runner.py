@@ -269,8 +269,8 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
     (from another thread) with each verified record as the child writes it (`kata.grading.protocol`).
     `isolate` runs the child in an operating-system sandbox (`kata.grading.isolation`; OSError where
     there is none) on a private copy of the student's file; the result names the file as given. `pool`
-    forks the child from a warm zygote (`kata.pool`) instead of starting it cold; an isolated child
-    always starts cold."""
+    forks the child from a warm zygote (`kata.pool`) instead of starting it cold: an isolated child only
+    from a sandboxed pool, where units get a memory cgroup (else it starts cold in a sandbox of its own)."""
     path = (student or kata.exercise).resolve() if not isolate else Path(os.path.abspath(student or kata.exercise))
     started = time.perf_counter()
     early = precheck(kata, path)
@@ -283,20 +283,26 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
         return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
     memory = kata.memory_mb if memory_mb is None else memory_mb
     place = cgroup.probe().place
+    warm = pool is not None and pool.sandboxed and place is not None and graders is None
+    inside = Path(isolation.SUBMISSION_DIR) / path.name
     with tempfile.TemporaryDirectory(prefix="kata-unit-") as private, contextlib.ExitStack() as stack:
-        copy = Path(private) / "submission" / path.name
-        copy.parent.mkdir()
-        copy.write_bytes(path.read_bytes())
-        placeholder = Path(private) / "placeholder"
-        placeholder.touch()
-        inside = Path(isolation.SUBMISSION_DIR) / path.name
-        wrapper = isolation.command(course, kata, copy.parent, graders=graders, placeholder=placeholder)
         group = None
         if place is not None:  # a limit that counts shared memory too (`kata.grading.cgroup`)
             group = stack.enter_context(cgroup.unit(place, cgroup.limit_bytes(memory, isolation.TMPFS_MB)))
-            wrapper = [*group.enter(), *wrapper]
-        run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory, graders=graders,
-                   on_event=on_event, wrapper=wrapper, memory_group=group)
+        if warm:  # forked in a zygote's sandbox of this kata, which shows it `path` as `inside`
+            run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory, graders=None,
+                       on_event=on_event, memory_group=group, pool=pool, submission=path)
+        else:
+            copy = Path(private) / "submission" / path.name
+            copy.parent.mkdir()
+            copy.write_bytes(path.read_bytes())
+            placeholder = Path(private) / "placeholder"
+            placeholder.touch()
+            wrapper = isolation.command(course, kata, copy.parent, graders=graders, placeholder=placeholder)
+            if group is not None:
+                wrapper = [*group.enter(), *wrapper]
+            run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory, graders=graders,
+                       on_event=on_event, wrapper=wrapper, memory_group=group)
         result = run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
     result.file = str(path)
     for frame in result.frames + [f for c in result.checks for f in c.frames]:
@@ -312,9 +318,9 @@ class _Run:
     def __init__(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, memory_mb: int | None,
                  graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None,
                  wrapper: list[str] | None = None, memory_group: cgroup.UnitGroup | None = None,
-                 pool: Pool | None = None):
+                 pool: Pool | None = None, submission: Path | None = None):
         self.kata, self.path = kata, path
-        self.isolated = wrapper is not None
+        self.isolated = wrapper is not None or submission is not None  # `submission`: in a sandboxed pool
         self.memory_group = memory_group
         self.memory = kata.memory_mb if memory_mb is None else memory_mb
         self.key = secrets.token_bytes(32)
@@ -334,11 +340,14 @@ class _Run:
         command = [sys.executable, "-m", "kata.grading.child", *argv]
         env = grading_env(course)
         if wrapper is not None:
-            command, env = [*wrapper, *command], isolation.environment(env)
+            command = [*wrapper, *command]
+        if self.isolated:
+            env = isolation.environment(env)
         log_read, log_write = os.pipe()  # the child's stdout and stderr
         try:
             if pool is not None:
-                self.child = pool.spawn(argv, env=env, fds=passed, log=log_write)
+                self.child = pool.spawn(argv, env=env, fds=passed, log=log_write, kata=kata, submission=submission,
+                                        group=memory_group)
             else:
                 self.child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_write,
                                               stderr=subprocess.STDOUT, env=env, cwd=course.root,
@@ -396,11 +405,13 @@ class _Run:
         """Ask the child where the student's code is (`protocol.STACK_SIGNAL`), and give it a moment to
         say: a Python loop answers within milliseconds; a long C call (a huge matmul) may not in time."""
         number = getattr(signal, protocol.STACK_SIGNAL, None)
-        if number is None:
+        # An isolated child runs under the sandbox's init, which passes no signal on: found in its cgroup.
+        target = self.memory_group.grading_pid() if self.isolated and self.memory_group else self.child.pid
+        if number is None or target is None:
             return
         for _ in range(STACK_TRIES):
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(self.child.pid, number)
+                os.kill(target, number)
             if self.results.stacked.wait(STACK_WAIT_S) or not self.alive():
                 return
 

@@ -52,6 +52,7 @@ class Place:
     version: int  # 1 or 2
     parent: Path
     move_self: bool = False  # v2 delegated: the grading process first moves into the LEAF beside the units
+    home: Path | None = None  # the grading process's own cgroup, where a warm zygote returns after a fork
 
 
 @dataclass(frozen=True)
@@ -98,12 +99,12 @@ def candidates(proc_cgroup: str, mountinfo: str) -> list[Place]:
         own = _inside(v2_mount, own_v2)
         if own is not None:
             if own != Path(v2_mount[1]):
-                found.append(Place(2, own.parent))
-            found.append(Place(2, own, move_self=True))
+                found.append(Place(2, own.parent, home=own))
+            found.append(Place(2, own, move_self=True, home=own / LEAF))
     if v1_memory_mount is not None and own_v1 is not None:
         own = _inside(v1_memory_mount, own_v1)
         if own is not None:
-            found.append(Place(1, own))
+            found.append(Place(1, own, home=own))
     return found
 
 
@@ -181,6 +182,41 @@ class UnitGroup:
 
     def enter(self) -> list[str]:
         return ["/bin/sh", "-c", _ENTER, str(self.path / "cgroup.procs")]
+
+    def adopt(self, pid: int) -> None:
+        """Move process `pid` (a warm zygote, about to fork the unit) into this cgroup: what it forks is
+        born here. Its pages already charged stay where they are."""
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def release(self, pid: int) -> None:
+        """Move `pid` back to the grading process's own cgroup, once it has forked the unit."""
+        (self.place.home / "cgroup.procs").write_text(str(pid))
+
+    def member(self, inner_pid: int) -> int | None:
+        """The pid, as this process sees it, of the member whose pid one namespace further down is
+        `inner_pid` (a unit as its zygote's sandbox names it)."""
+        return next((pids[0] for pids in self._members() if pids[1:] == [inner_pid]), None)
+
+    def grading_pid(self) -> int | None:
+        """The pid, as this process sees it, of the process that grades: PID 2 of the deepest PID
+        namespace among the members (PID 1 is that namespace's init: bwrap's, or a warm unit's own)."""
+        deepest = max((len(pids) for pids in self._members()), default=0)
+        return next((pids[0] for pids in self._members() if len(pids) == deepest > 1 and pids[-1] == 2), None)
+
+    def _members(self) -> list[list[int]]:
+        """Each member's pid in every PID namespace from this process's down to its own (NSpid)."""
+        try:
+            members = (self.path / "cgroup.procs").read_text().split()
+        except OSError:
+            return []
+        found = []
+        for pid in members:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue  # ended meanwhile
+            found += [[int(n) for n in line.split()[1:]] for line in status.splitlines() if line.startswith("NSpid:")]
+        return found
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of the unit for going over the limit."""

@@ -36,6 +36,7 @@ from pathlib import Path
 SUBMISSION_DIR = "/submission"  # where the student's private copy appears inside the sandbox
 TMP_MB = 256  # the private /tmp
 SHM_MB = 64  # the private /dev/shm (torch on the CPU needs none; processes that would share it are refused)
+_NOBODY = 65534  # the uid of a warm sandbox started by root
 TMPFS_MB = TMP_MB + SHM_MB  # memory the unit's files can hold, beside its own
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf",
@@ -124,15 +125,24 @@ def _python_dirs() -> list[str]:
     return [p for p in kept if not any(p == s or p.startswith(s + os.sep) for s in ("/usr",))]
 
 
-def command(course, kata, submission_dir: Path, *, graders: Path | None = None, placeholder: Path) -> list[str]:
+def command(course, kata, submission_dir: Path, *, graders: Path | None = None, placeholder: Path,
+            warm_info_fd: int | None = None) -> list[str]:
     """The bwrap command line (up to and including `--`) for grading `kata` on the files of
     `submission_dir`, which appears as /submission. `graders` is another folder of graders (an nbgrader
     notebook's hidden tests) used instead of the kata's own; `placeholder` an empty file to stand in for
-    every file of the course the unit may not see."""
+    every file of the course the unit may not see.
+
+    `warm_info_fd`: the sandbox of a zygote (`kata.grading.zygote`), whose units make namespaces of their
+    own (`kata.grading.contain`). It runs as the first process of its PID namespace, so that bwrap
+    writes its host pid to that descriptor, under a uid other than 0 (a user namespace may map root only
+    with a capability the sandbox drops)."""
     support = probe()
     if not support.available:
         raise OSError(support.problem)
     args = [support.tool, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    if warm_info_fd is not None:
+        uid, gid = (os.getuid(), os.getgid()) if os.getuid() != 0 else (_NOBODY, _NOBODY)
+        args += ["--unshare-user", "--uid", str(uid), "--gid", str(gid), "--as-pid-1", "--info-fd", str(warm_info_fd)]
     for path in _SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]
@@ -148,7 +158,8 @@ def command(course, kata, submission_dir: Path, *, graders: Path | None = None, 
     else:
         args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
     args += ["--size", str(SHM_MB * 1024 * 1024), "--tmpfs", "/dev/shm",
-             "--size", str(TMP_MB * 1024 * 1024), "--tmpfs", "/tmp"]
+             "--size", str(TMP_MB * 1024 * 1024), "--tmpfs", "/tmp",
+             "--remount-ro", "/dev"]  # nothing written there outlives a unit
     for path in _python_dirs():
         if str(course.root) == path or str(course.root).startswith(path + os.sep):
             raise OSError(f"the Python environment at {path} holds the course ({course.root}): a sandbox "

@@ -28,10 +28,13 @@ The protocol, over the socketpair whose end is FD (one JSON object per line, `Ch
 - when the pool closes its end, the zygote kills what it still runs and exits.
 (A unit keeps its zygote's command line: `ps` shows it as `kata.grading.zygote`, its parent.)
 
-With the sandbox of `kata grade` (not done yet; those units start cold), a zygote would start inside
-bubblewrap, one per kata, with the course read-only and no network, and each unit would unshare its
-own mount and PID namespaces after the fork (a private /tmp and submission folder, nothing else of the
-zygote's visible), and join its own memory cgroup before `child.main` applies its limits.
+In a sandbox (`--sandboxed`, as `kata grade` starts its zygotes: `kata.pool`), a zygote lives inside
+bubblewrap, one per kata, seeing what a cold unit of that kata sees (`isolation.command`): the student's
+file appears in its /submission folder only while that student's unit runs. It makes itself undumpable,
+tries the walls of `kata.grading.contain` once in a trial fork, and says `{"ready": true}` (or why not)
+before its first request. Each unit then builds those walls before anything else: its own user, mount,
+PID and IPC namespaces, fresh /tmp and /dev/shm, no capabilities. The pool moves the zygote into the
+unit's memory cgroup for the fork, so the unit is charged from its first page.
 """
 
 from __future__ import annotations
@@ -116,8 +119,9 @@ def _open_descriptors() -> set[int]:
     return found
 
 
-def serve(channel: Channel) -> None:
-    """Fork a unit for each request until the pool closes the channel."""
+def serve(channel: Channel, sandboxed: bool = False) -> None:
+    """Fork a unit for each request until the pool closes the channel; `sandboxed`: each unit in walls of its
+    own (`kata.grading.contain`)."""
     inherited = _open_descriptors()  # stdio and whatever the imports opened, as a cold child has them
     cold_sigchld = signal.getsignal(signal.SIGCHLD)
     # A unit's end wakes the loop through this pipe (no thread: a fork would copy it half-done).
@@ -146,7 +150,7 @@ def serve(channel: Channel) -> None:
                 os.close(fd)
             channel.send({"error": f"{len(fds)} descriptors came with the request, {len(request['fds'])} named"})
             continue
-        pid = _fork_unit(request, fds, keep=inherited, close=own, cold_sigchld=cold_sigchld)
+        pid = _fork_unit(request, fds, keep=inherited, close=own, cold_sigchld=cold_sigchld, sandboxed=sandboxed)
         running.add(pid)
         channel.send({"pid": pid})
     for pid in running:  # the pool went away: so do its units
@@ -165,11 +169,13 @@ def _report_ended(channel: Channel, running: set[int]) -> None:
             return
         if pid == 0:
             return
-        running.discard(pid)
-        channel.send({"exit": pid, "status": status})
+        if pid in running:  # not an orphan the zygote reaped as its sandbox's first process
+            running.discard(pid)
+            channel.send({"exit": pid, "status": status})
 
 
-def _fork_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int], cold_sigchld) -> int:
+def _fork_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int], cold_sigchld,
+               sandboxed: bool) -> int:
     """Fork the unit of `request`; its pid once it leads its own session."""
     in_session_read, in_session_write = os.pipe()
     sys.stdout.flush()  # nothing buffered here may be written twice
@@ -181,7 +187,7 @@ def _fork_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int]
             os.close(in_session_read)
             os.setsid()
             os.close(in_session_write)
-            status = _run_unit(request, fds, keep=keep, close=close, cold_sigchld=cold_sigchld)
+            status = _run_unit(request, fds, keep=keep, close=close, cold_sigchld=cold_sigchld, sandboxed=sandboxed)
         except BaseException:  # what an uncaught exception does to a cold child: its traceback, status 1
             traceback.print_exc()
         finally:
@@ -197,10 +203,13 @@ def _fork_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int]
     return pid
 
 
-def _run_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int], cold_sigchld) -> int:
+def _run_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int], cold_sigchld,
+              sandboxed: bool) -> int:
     """In the forked unit: become what a cold child is at this point, then grade as it does."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, cold_sigchld)  # the one handler the zygote changed
+    if sandboxed:
+        _walls()  # returns in the grading process only
     numbers = dict(zip(request["fds"], fds, strict=True))
     log = numbers[request["log"]]
     os.dup2(log, 1)
@@ -219,10 +228,44 @@ def _run_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int],
     return child.main(argv)
 
 
+def _walls() -> None:
+    from kata.grading import contain, isolation
+
+    contain.contain(isolation.TMP_MB * 1024 * 1024, isolation.SHM_MB * 1024 * 1024)
+
+
+def _trial() -> str:
+    """Why a unit could not build its walls here ("" if it can): one fork that builds them and exits."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _walls()
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return "" if status == 0 else f"a trial unit could not build its walls (status {os.waitstatus_to_exitcode(status)})"
+
+
 def main() -> None:
     channel = Channel(socket.socket(fileno=int(sys.argv[1])))
+    sandboxed = "--sandboxed" in sys.argv[2:]
     _preload()
-    serve(channel)
+    if sandboxed:
+        from kata.grading import contain
+
+        try:
+            contain.protect_zygote()
+            problem = _trial()
+        except OSError as exc:
+            problem = str(exc)
+        channel.send({"ready": not problem, "problem": problem})
+        if problem:
+            return
+    serve(channel, sandboxed)
 
 
 if __name__ == "__main__":
