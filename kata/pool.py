@@ -7,9 +7,9 @@ discarded after one unit. `kata.runner` drives it through `Unit`, which stands i
 `subprocess.Popen` of a cold child (pid, poll, wait, returncode): the time budget, the stack sample, the
 killing of its process group and the reading of its results are the runner's, as for a cold child.
 
-`kata verify` grades through one pool of `--jobs` zygotes; `KATA_POOL=0` turns it off (every unit
-then starts cold, as everywhere else: `kata check`, `kata watch`, and `kata grade`, whose units run in
-a sandbox that a pool does not enter yet).
+`kata verify` grades through one pool of `--jobs` zygotes, `kata watch` through one of a single zygote for
+its session; `KATA_POOL=0` turns it off (every unit then starts cold, as everywhere else: `kata check`, and
+`kata grade`, whose units run in a sandbox that a pool does not enter yet).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class Unit:
     def __init__(self, zygote: _Zygote, pid: int, on_end: Callable[[Unit], None]):
         self.pid = pid
         self.returncode: int | None = None
+        self.orphaned = False  # it went with its zygote: its returncode is the pool's SIGKILL, not its own
         self._zygote, self._on_end = zygote, on_end
 
     def poll(self) -> int | None:
@@ -63,6 +64,7 @@ class Unit:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
             self._zygote.dead = True
+            self.orphaned = True
             self._ended(-signal.SIGKILL)
             return True
         if answer is None:
@@ -100,8 +102,14 @@ class _Zygote:
     def fork(self, argv: list[str], *, env: dict[str, str], cwd: Path, fds: list[int], log: int) -> int:
         """Ask for a unit; its pid. EOFError or OSError if the zygote is gone."""
         passed = [*fds, log]
-        self.channel.send({"argv": argv, "env": env, "cwd": str(cwd), "fds": passed, "log": log}, passed)
-        message, _ = self.channel.receive()
+        try:
+            self.channel.send({"argv": argv, "env": env, "cwd": str(cwd), "fds": passed, "log": log}, passed)
+            message, _ = self.channel.receive()
+        except BaseException:  # no answer read (a Ctrl-C, say): a late one would put the channel out of step
+            self.dead = True
+            with contextlib.suppress(OSError):
+                self.process.kill()
+            raise
         if "error" in message:
             raise PoolError(f"the grading zygote refused the unit: {message['error']}")
         return message["pid"]
