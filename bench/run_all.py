@@ -9,6 +9,7 @@
                                without a planted padding-mask mistake
 7. bench/isolation.py          a graded unit in the bubblewrap sandbox against the same without it
 8. bench/pool.py               a graded unit and `kata verify 9.1 9.2`, forked from the warm pool against cold
+9. bench/watch.py              `kata watch`: a save's verdict, the next process ready, CPU per save; pool against cold
 
     python bench/run_all.py          (764 s on a 2-core machine for 1-4, 2026-11-24)
 
@@ -27,11 +28,13 @@ import grade_vs_nbgrader
 import isolation
 import pool
 import verify_course
+import watch
 
 BENCHMARKS = (("kata check latency", check_latency), ("kata verify, whole course", verify_course),
               ("capstone: time to 0.95", capstone), ("kata grade against nbgrader autograde", grade_vs_nbgrader),
               ("what a class costs", grade_cost), ("the capstone tasks: copy and reverse", capstone_tasks),
-              ("the sandbox of a graded unit", isolation), ("the warm grading pool against cold grading", pool))
+              ("the sandbox of a graded unit", isolation), ("the warm grading pool against cold grading", pool),
+              ("kata watch with its pool against cold", watch))
 
 
 def main() -> None:

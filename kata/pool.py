@@ -7,12 +7,13 @@ discarded after one unit. `kata.runner` drives it through `Unit`, which stands i
 `subprocess.Popen` of a cold child (pid, poll, wait, returncode): the time budget, the stack sample, the
 killing of its process group and the reading of its results are the runner's, as for a cold child.
 
-`kata verify` grades through one pool of `--jobs` zygotes. `kata grade` through a sandboxed pool
-(`Pool(sandboxed=True)`): each zygote lives in the bubblewrap sandbox of one kata (`isolation.command`),
-at most `--jobs` of them at a time (an idle one of another kata makes room), and each unit builds walls
-of its own inside it (`kata.grading.contain`) and is born in its own memory cgroup: the pool moves the
-zygote into the unit's cgroup for the fork. That needs a memory cgroup per unit; where there is none,
-or `KATA_POOL=0`, every unit starts cold, as everywhere else.
+`kata verify` grades through one pool of `--jobs` zygotes, `kata watch` through one of a single zygote for
+its session. `kata grade` through a sandboxed pool (`Pool(sandboxed=True)`): each zygote lives in the
+bubblewrap sandbox of one kata (`isolation.command`), at most `--jobs` of them at a time (an idle one of
+another kata makes room), and each unit builds walls of its own inside it (`kata.grading.contain`) and is
+born in its own memory cgroup: the pool moves the zygote into the unit's cgroup for the fork. That needs
+a memory cgroup per unit; where there is none, or with `KATA_POOL=0`, every unit starts cold, as in
+`kata check`.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ class Unit:
     def __init__(self, zygote: _Zygote, pid: int, on_end: Callable[[Unit], None]):
         self.pid = pid
         self.returncode: int | None = None
+        self.orphaned = False  # it went with its zygote: its returncode is the pool's SIGKILL, not its own
         self._zygote, self._on_end = zygote, on_end
 
     def poll(self) -> int | None:
@@ -69,6 +71,7 @@ class Unit:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
             self._zygote.dead = True
+            self.orphaned = True
             self._ended(-signal.SIGKILL)
             return True
         if answer is None:
@@ -153,6 +156,11 @@ class _Zygote:
         try:
             self.channel.send({"argv": argv, "env": env, "cwd": str(cwd), "fds": passed, "log": log}, passed)
             message, _ = self.channel.receive()
+        except BaseException:  # no answer read (a Ctrl-C, say): a late one would put the channel out of step
+            self.dead = True
+            with contextlib.suppress(OSError):
+                self.process.kill()
+            raise
         finally:
             if group is not None:
                 group.release(self.host_pid)

@@ -258,8 +258,8 @@ class CheckProgress:
             kind = record.get("event")
             if kind == "session":
                 self.current = "importing your file"
-            elif kind == "import":
-                self.total = record.get("checks")
+            elif kind == "import":  # once per grading process: a second process (watch's retry) counts anew
+                self.total, self.done, self.failing = record.get("checks"), 0, 0
                 self.current = "your file is imported"
             elif kind == "begin":
                 self.current = str(record.get("title") or record.get("id"))

@@ -4,8 +4,8 @@ The `kata` process never imports the student's code (nor torch): it parses the f
 error costs milliseconds), reads it for forbidden built-ins, then starts `kata.grading.child` under the
 kata's time budget and memory limit, and reads the structured results it writes. Whatever happens to
 the child (a timeout, a signal, `os._exit`, running out of memory, tampering) becomes a named outcome.
-Given a warm pool (`kata.pool`, as `kata verify` does), the child is forked from a process that has
-already imported torch instead, and everything else here is the same.
+Given a warm pool (`kata.pool`, as `kata verify` and `kata watch` do), the child is forked from a process
+that has already imported torch instead, and everything else here is the same.
 
 The results come through a pipe, each record signed with a key made for this run and handed to the
 child through another pipe (`kata.grading.protocol`, `kata.grading.sandbox`); a record the student's
@@ -440,19 +440,21 @@ class _Run:
 class Prepared:
     """A grading child started ahead of time (`kata watch`): torch, pytest, the reference and the
     graders are loaded and the process sealed, and it waits to import the student's file until
-    `run()`, which then costs the checks alone. One use; the time budget starts at `run()`."""
+    `run()`, which then costs the checks alone. One use; the time budget starts at `run()`. Given a `pool`, the
+    child is forked from its zygote (`kata.pool`; `PoolError` where the pool cannot start one)."""
 
-    def __init__(self, course: Course, kata: Kata, *, devices: str = "all", seed: int = 0):
+    def __init__(self, course: Course, kata: Kata, *, devices: str = "all", seed: int = 0, pool: Pool | None = None):
         self.course, self.kata = course, kata
         self._run = _Run(course, kata, kata.exercise.resolve(), devices=devices, seed=seed, memory_mb=None,
-                         graders=None, wait=True)
+                         graders=None, wait=True, pool=pool)
         self.used = False
 
     def alive(self) -> bool:
         return not self.used and self._run.alive()
 
     def run(self, timeout: float | None = None, on_event: Callable[[dict], None] | None = None) -> KataResult | None:
-        """Grade the kata's exercise as it is now; None if this child cannot (it died: start another).
+        """Grade the kata's exercise as it is now; None if this child cannot (it died, or went with its zygote
+        while grading: start another).
 
         A file that does not parse or names a forbidden built-in is refused without using the child.
         `on_event`: as for `run_kata`, from the import of the student's file on."""
@@ -467,17 +469,20 @@ class Prepared:
         if not self._run.start():
             return None
         self.used = True
-        return self._run.finish(self.kata.time_budget_s if timeout is None else timeout, started)
+        result = self._run.finish(self.kata.time_budget_s if timeout is None else timeout, started)
+        # Killed because its zygote died (`kata.pool.Unit.orphaned`): the result says nothing of the student's file.
+        return None if getattr(self._run.child, "orphaned", False) else result
 
     def close(self) -> None:
         self.used = True
         self._run.close()
 
 
-def prepare_kata(course: Course, kata: Kata, *, devices: str = "all") -> Prepared | None:
-    """A `Prepared` child for the kata's exercise, or None where that is not possible."""
+def prepare_kata(course: Course, kata: Kata, *, devices: str = "all", pool: Pool | None = None) -> Prepared | None:
+    """A `Prepared` child for the kata's exercise (from `pool` as `Prepared` says), or None where that is not
+    possible."""
     try:
-        return Prepared(course, kata, devices=devices)
+        return Prepared(course, kata, devices=devices, pool=pool)
     except OSError:
         return None
 

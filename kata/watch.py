@@ -19,7 +19,11 @@ session; Ctrl-C while waiting quits, like q.
 
 While the student edits, the next check's grading process is already started and waiting
 (`runner.Prepared`: torch, pytest and the graders loaded, the process sealed), so a save costs only
-the checks themselves, not the second or more of importing torch.
+the checks themselves, not the second or more of importing torch. That process is forked from the
+session's warm zygote (`kata.pool`, one for the whole session: watch runs one grading process at a time),
+so a new one is ready a fraction of a second after each check, and costs a fork rather than another
+import of torch; `KATA_POOL=0` starts each cold. A process that cannot grade (it died, or its zygote died
+under it) leaves the file to a new one, from a fresh zygote, or cold where the pool cannot start one.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ import watchfiles
 from kata import progress as prog
 from kata import runner
 from kata.course import Course, Kata
+from kata.pool import Pool, PoolError, open_pool
 
 KEYS = "n next · h hint · l list · o output · c check · q quit"  # with the mode, one line of 80 columns
 POLL_MS = 500  # --poll: how often the file is looked at
@@ -142,6 +147,7 @@ class Watcher:
         self.events: queue.Queue = queue.Queue()
         self.kata: Kata | None = None
         self.saves: _Saves | None = None
+        self.pool: Pool | None = None  # the session's zygote (None with KATA_POOL=0)
         self.prepared: runner.Prepared | None = None  # the next check's process, started ahead
         self.result: runner.KataResult | None = None
         self.cancelled = False  # the last check was cancelled: there is no current verdict
@@ -167,16 +173,18 @@ class Watcher:
         if kata is None:
             self.console.print("[green bold]Every kata is passed or skipped.[/] `kata goto ID` to revisit one.")
             return 0
-        keys = _Keys(self.events, self.stdin)
-        keys.start()
-        try:
-            self._switch(kata)
-            return self._loop()
-        finally:
-            keys.close()
-            if self.saves is not None:
-                self.saves.stop.set()
-            self._unprepare()
+        # One zygote: the session holds one grading process at a time (a second would sit idle, ~230 MB).
+        with open_pool(self.course, 1) as self.pool:
+            keys = _Keys(self.events, self.stdin)
+            keys.start()
+            try:
+                self._switch(kata)
+                return self._loop()
+            finally:
+                keys.close()
+                if self.saves is not None:
+                    self.saves.stop.set()
+                self._unprepare()  # a pooled process holds the zygote: before the pool closes
 
     def _current(self) -> Kata | None:
         return prog.current_kata(self.course.katas, self.progress.load(), self.progress.current())
@@ -195,8 +203,14 @@ class Watcher:
     def _prepare(self) -> None:
         """Start the next check's grading process now, while the student edits."""
         if self.prepared is None or not self.prepared.alive() or self.prepared.kata is not self.kata:
-            self._unprepare()
-            self.prepared = runner.prepare_kata(self.course, self.kata, devices=self.device)
+            self._unprepare()  # first: with one zygote, its process holds it
+            self.prepared = self._new_prepared(self.kata)
+
+    def _new_prepared(self, kata: Kata) -> runner.Prepared | None:
+        try:
+            return runner.prepare_kata(self.course, kata, devices=self.device, pool=self.pool)
+        except PoolError:  # the zygote died, and so did its replacement: a cold process then
+            return runner.prepare_kata(self.course, kata, devices=self.device)
 
     def _unprepare(self) -> None:
         if self.prepared is not None:
@@ -204,9 +218,16 @@ class Watcher:
             self.prepared = None
 
     def _grade(self, kata: Kata, on_event=None) -> runner.KataResult:
-        prepared, self.prepared = self.prepared, None
-        result = None
-        if prepared is not None and prepared.kata is kata:
+        """The file graded by the prepared process, or by one prepared now where there is none for this kata
+        (or it died). A process that went with its zygote while grading gave no result: a second one grades."""
+        for _ in range(2):
+            prepared, self.prepared = self.prepared, None
+            if prepared is None or prepared.kata is not kata or not prepared.alive():
+                if prepared is not None:
+                    prepared.close()
+                prepared = self._new_prepared(kata)
+                if prepared is None:
+                    break
             try:
                 result = prepared.run(on_event=on_event)
             except BaseException:
@@ -216,11 +237,9 @@ class Watcher:
                 self.prepared = prepared
             elif result is None:
                 prepared.close()
-        elif prepared is not None:
-            prepared.close()
-        if result is None:
-            result = runner.run_kata(self.course, kata, devices=self.device, on_event=on_event)
-        return result
+            if result is not None:
+                return result
+        return runner.run_kata(self.course, kata, devices=self.device, on_event=on_event)
 
     def _switch(self, kata: Kata) -> None:
         if self.saves is not None:

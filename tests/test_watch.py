@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -15,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from kata import progress as prog
-from kata import runner, watch
+from kata import render, runner, watch
 from kata.course import load_course
+from kata.pool import Pool
 from tests.conftest import CORRECT_SOFTMAX
 
 pexpect = pytest.importorskip("pexpect")
@@ -111,6 +114,7 @@ class Session:
         self.grader = FakeGrader()
         monkeypatch.setattr(watch.runner, "run_kata", self.grader)
         monkeypatch.setattr(watch.runner, "prepare_kata", lambda *a, **k: None)
+        monkeypatch.setenv("KATA_POOL", "0")  # no zygote: nothing here grades for real
         if not events:  # a file system that sends no change events
             monkeypatch.setattr(watch._Saves, "run", lambda self: None)
         monkeypatch.setattr(watch, "MISSED_EVENT_S", 0.5)
@@ -293,3 +297,156 @@ def test_inside_watch_the_next_steps_are_keys(course_root, monkeypatch):
     screen = session.screen.getvalue()
     assert "kata hint" not in screen and "kata next" not in screen and "kata solution" not in screen
     session.quit()
+
+
+# ------------------------------------------------------------------------------------ the warm pool
+
+SLOW_FIRST_CALL = CORRECT_SOFTMAX.replace("import torch\n", "import time\n\nimport torch\n").replace(
+    "def softmax(x, dim=-1):\n",
+    "_calls = []\n\n\ndef softmax(x, dim=-1):\n    if not _calls:  # time to kill the zygote mid-check\n"
+    "        _calls.append(1)\n        time.sleep(3)\n")
+
+
+def parent_of(pid: int) -> int:
+    return int(subprocess.run(["ps", "-o", "ppid=", "-p", str(pid)], capture_output=True, text=True).stdout)
+
+
+def children_of(pid: int, pattern: str | None = None) -> set[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid), *(["-f", pattern] if pattern else [])], capture_output=True,
+                           text=True).stdout
+    return {int(p) for p in found.split()}
+
+
+def wait_until(condition, what: str, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(0.1)
+    return value
+
+
+def pooled_watcher(course, course_root, pool) -> watch.Watcher:
+    """A session's grading parts (no screen, no loop): its pool, its kata, its prepared process."""
+    from rich.console import Console
+
+    progress = prog.Progress(course_root / ".kata-progress.json")
+    watcher = watch.Watcher(course, progress, console=Console(file=io.StringIO()))
+    watcher.pool, watcher.kata = pool, course.find("9.1")
+    return watcher
+
+
+def test_watch_forks_its_prepared_process_from_the_zygote_and_grades_as_a_cold_check(course, course_root):
+    from kata.verify import with_mistake
+    from tests.test_pool import summary
+
+    kata = course.find("9.1")
+    solution = kata.solution.read_text(encoding="utf-8")
+    mistake = kata.mistakes()[0]
+    bodies = {"reference": solution, "stub": kata.exercise.read_text(encoding="utf-8"),
+              mistake.stem: with_mistake(solution, mistake.read_text(encoding="utf-8"), mistake.name)}
+    with Pool(course, 1) as pool:
+        [zygote] = pool.pids()
+        watcher = pooled_watcher(course, course_root, pool)
+        try:
+            for name, body in bodies.items():
+                watcher._prepare()
+                assert parent_of(watcher.prepared._run.child.pid) == zygote
+                kata.exercise.write_text(body, encoding="utf-8")  # saved after the process was prepared
+                watched = watcher._grade(kata)
+                cold = runner.run_kata(course, kata, timeout=TIMEOUT)
+                assert summary(watched) == summary(cold), name
+        finally:
+            watcher._unprepare()
+        assert pool.pids() == [zygote]
+
+
+def test_a_zygote_that_dies_during_a_watched_check_costs_the_student_nothing(course, course_root):
+    """Its unit goes with it: the check is graded again, by a unit of a fresh zygote, and counted once."""
+    kata = course.find("9.1")
+    kata.exercise.write_text(SLOW_FIRST_CALL, encoding="utf-8")
+    with Pool(course, 1) as pool:
+        [zygote] = pool.pids()
+        watcher = pooled_watcher(course, course_root, pool)
+        watcher._prepare()
+        killed = threading.Event()
+
+        def kill_the_zygote_at_the_first_check(record):
+            if record["event"] == "begin" and not killed.is_set():
+                killed.set()
+                os.kill(zygote, signal.SIGKILL)
+
+        try:
+            progress = render.CheckProgress(watcher.console, kata)
+            events = []
+            result = watcher._grade(kata, lambda r: (progress.event(r), events.append(r),
+                                                     kill_the_zygote_at_the_first_check(r)))
+        finally:
+            watcher._unprepare()
+        assert killed.is_set()
+        assert result.outcome == runner.PASSED, (result.message, result.log[-2000:])
+        assert sum(e["event"] == "import" for e in events) == 2, "graded a second time"
+        assert progress.done == len(result.checks) == progress.total, "the live count starts again"
+        [fresh] = pool.pids()
+        assert fresh != zygote
+
+
+def test_ctrl_c_while_the_zygote_starts_leaves_the_pool_usable(course, course_root):
+    """A Ctrl-C between asking the zygote for a unit and its answer: the zygote, out of step, is replaced."""
+    kata = course.find("9.1")
+    kata.exercise.write_text(CORRECT_SOFTMAX, encoding="utf-8")
+    with Pool(course, 1) as pool:
+        [zygote] = pool.pids()  # still importing torch: the answer takes a second or more
+        watcher = pooled_watcher(course, course_root, pool)
+        main = threading.get_ident()
+        threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            watcher._prepare()
+        try:
+            result = watcher._grade(kata)
+        finally:
+            watcher._unprepare()
+        assert result.outcome == runner.PASSED, (result.message, result.log[-2000:])
+        assert zygote not in pool.pids()
+
+
+@pytest.mark.skipif(not TERMINAL, reason="pseudo-terminals are POSIX")
+def test_kata_watch_recovers_from_a_killed_zygote_and_leaves_no_process(course_root):
+    exercise = course_root / "exercises" / "9.1-softmax" / "exercise.py"
+    child = spawn(course_root, "9.1")
+    child.logfile_read = log = io.StringIO()
+    try:
+        child.expect("not implemented yet")
+        child.expect("watching for saves")
+        [zygote] = wait_until(lambda: children_of(child.pid, "kata.grading.zygote"), "a zygote")
+        [unit] = wait_until(lambda: children_of(zygote), "the prepared process, forked from the zygote")
+        exercise.write_text(CORRECT_SOFTMAX, encoding="utf-8")
+        child.expect("checking")
+        child.expect(r"Kata 9\.1 passed")
+        child.expect("watching for saves")
+        [unit] = wait_until(lambda: children_of(zygote), "the next prepared process")
+        os.kill(zygote, signal.SIGKILL)  # between checks
+        exercise.write_text(CORRECT_SOFTMAX + "\n# saved again\n", encoding="utf-8")
+        child.expect("checking")
+        child.expect(r"Kata 9\.1 passed")
+        child.expect("watching for saves")
+        screen = last_screen(log.getvalue())
+        assert "SIGKILL" not in screen and "crash" not in screen.lower(), screen
+        [fresh] = wait_until(lambda: children_of(child.pid, "kata.grading.zygote"), "a fresh zygote")
+        assert fresh != zygote
+        [last] = wait_until(lambda: children_of(fresh), "a prepared process from the fresh zygote")
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert child.exitstatus == 0
+    for pid in (zygote, unit, fresh, last):  # each unit leads its own process group
+        assert wait_until(lambda pid=pid: not alive(pid), f"process {pid} ended", timeout=10)
+    states = prog.Progress(course_root / ".kata-progress.json").load()
+    assert states["9.1"].status == prog.PASSED and states["9.1"].attempts == 3
+
+
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie waiting to be reaped."""
+    state = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
+    return bool(state) and not state.startswith("Z")
