@@ -1,11 +1,13 @@
 """`kata grade` against `nbgrader autograde` on the same generated class, in the same run.
 
 A class of N students (default 20; each kata answered with the reference, the stub or a planted
-mistake, drawn with a fixed seed: bench/classroom.py) is graded three ways, from scratch each time:
-`kata grade --jobs 1`, `kata grade --jobs 2` (plain files), and `nbgrader autograde` of the same code
-as notebooks (the course's nbgrader export, released, the answer cells filled in). nbgrader grades one
-notebook at a time: it has no --jobs. Prints submissions (students) per minute for each, the ratios,
-and whether every student got the same total from both graders.
+mistake, drawn with a fixed seed: bench/classroom.py) is graded five ways, from scratch each time:
+`kata grade --jobs 1` and `--jobs 2` with its warm pool (the default: units forked from zygotes in the
+sandbox) and cold (`KATA_POOL=0`: each unit starts Python and torch in a sandbox of its own), and
+`nbgrader autograde` of the same code as notebooks (the course's nbgrader export, released, the answer
+cells filled in). nbgrader grades one notebook at a time: it has no --jobs. Prints submissions
+(students) per minute for each, the ratios, whether every check came out the same warm and cold, and
+whether every student got the same total from kata grade and nbgrader.
 
     python bench/grade_vs_nbgrader.py [--students 20] [--katas 9.1,9.2,9.3] [--seed 0]
 
@@ -32,6 +34,8 @@ from kata.course import load_course
 REPO = Path(__file__).resolve().parents[1]
 BIN = os.path.dirname(sys.executable)
 DEFAULT_KATAS = "9.1,9.2,9.3"
+POOL = {"warm": "1", "cold": "0"}  # KATA_POOL
+RUNS = [("warm", 1), ("warm", 2), ("cold", 1), ("cold", 2)]
 
 
 def run(command: list[str], cwd: Path, env: dict) -> tuple[float, str]:
@@ -58,13 +62,14 @@ def main(argv: list[str] | None = None) -> None:
         env = {**os.environ, "KATA_COURSE": str(REPO), "KATA_PROGRESS": str(tmp / "progress.json"),
                "PATH": BIN + os.pathsep + os.environ.get("PATH", "")}
         classroom.write_files(course, plan, tmp / "class")
-        timings, totals = {}, {}
-        for jobs in (1, 2):
-            out = tmp / f"grades-j{jobs}"
+        timings, totals, checks = {}, {}, {}
+        for pool, jobs in RUNS:
+            label, out = f"kata grade --jobs {jobs}, {pool}", tmp / f"grades-{pool}-j{jobs}"
             seconds, stdout = run([kata_exe, "grade", str(tmp / "class"), "--katas", ids, "--jobs", str(jobs),
-                                   "--out", str(out), "--json"], REPO, env)
-            timings[f"kata grade --jobs {jobs}"] = seconds
-            totals[jobs] = {s["student"]: s["total"] for s in json.loads(stdout)["students"]}
+                                   "--out", str(out), "--json"], REPO, {**env, "KATA_POOL": POOL[pool]})
+            timings[label] = seconds
+            totals[label] = {s["student"]: s["total"] for s in json.loads(stdout)["students"]}
+            checks[label] = check_rows(out / "checks.csv")
 
         root = tmp / "nbgrader"
         run([kata_exe, "nbgrader", "export", str(root), "--katas", ids], REPO, env)
@@ -87,14 +92,26 @@ def main(argv: list[str] | None = None) -> None:
     for label, seconds in timings.items():
         print(f"{label:<26}{seconds:>9.1f}{n / seconds * 60:>14.2f}{seconds / (n * len(katas)):>12.2f}")
     nb = timings["nbgrader autograde"]
+    for label in totals:
+        print(f"speed-up of {label} over nbgrader autograde: {nb / timings[label]:.2f}×")
     for jobs in (1, 2):
-        print(f"speed-up of kata grade --jobs {jobs} over nbgrader autograde: "
-              f"{nb / timings[f'kata grade --jobs {jobs}']:.2f}×")
-    same = [s for s in plan if abs(totals[1][s] - nb_totals.get(s, -1)) < 1e-3 and totals[1][s] == totals[2][s]]
-    print(f"same total from kata grade (both --jobs) and nbgrader: {len(same)} of {n} students")
+        print(f"speed-up of the warm pool over cold units, --jobs {jobs}: "
+              f"{timings[f'kata grade --jobs {jobs}, cold'] / timings[f'kata grade --jobs {jobs}, warm']:.2f}×")
+    rows = list(checks.values())
+    alike = "yes" if rows.count(rows[0]) == len(rows) else "NO"
+    print(f"every check the same in the {len(rows)} kata grade runs: {alike} ({len(rows[0])} checks)")
+    first = next(iter(totals.values()))
+    same = [s for s in plan
+            if abs(first[s] - nb_totals.get(s, -1)) < 1e-3 and all(t[s] == first[s] for t in totals.values())]
+    print(f"same total from kata grade (every run) and nbgrader: {len(same)} of {n} students")
     for student in sorted(set(plan) - set(same)):
-        print(f"  {student}: kata grade {totals[1][student]} / {totals[2][student]}, "
-              f"nbgrader {nb_totals.get(student)}")
+        print(f"  {student}: kata grade {[t[student] for t in totals.values()]}, nbgrader {nb_totals.get(student)}")
+
+
+def check_rows(path: Path) -> list[tuple]:
+    """Every check of every unit as `checks.csv` has it, in a fixed order."""
+    with open(path, newline="") as f:
+        return sorted(tuple(row.values()) for row in csv.DictReader(f))
 
 
 if __name__ == "__main__":

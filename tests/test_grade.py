@@ -19,6 +19,7 @@ from filelock import FileLock
 
 from kata.course import load_course
 from kata.grade import Submission, find_submissions
+from kata.grading import cgroup, isolation
 from kata.stubs import strip_markers
 from kata.verify import with_mistake
 from tests.conftest import copy_course
@@ -163,6 +164,26 @@ def test_the_summary_names_the_problems(graded):
     assert "dave 9.1 timeout" in text and "dave 9.2 crash" in text
     assert "no file for =HYPERLINK(evil) 9.1, =HYPERLINK(evil) 9.2, carol 9.2 (looked for" in text
     assert "frank 9.1 submission unreadable: frank.zip could not be unpacked" in text
+
+
+def test_cold_units_grade_the_class_exactly_as_the_warm_pool_did(graded, tmp_path):
+    """`graded` went through the sandboxed warm pool (`kata.pool`); `KATA_POOL=0` starts every unit cold,
+    each in a bubblewrap sandbox of its own. Every check of every unit comes out the same."""
+    if not (isolation.probe().available and cgroup.probe().available):
+        pytest.skip("the warm pool of `kata grade` needs bubblewrap and a memory cgroup per unit (CI has both)")
+    cold_out = tmp_path / "cold-grades"
+    done = run_grade(graded.folder, "--jobs", "2", "--json", "--out", str(cold_out),
+                     env={**graded.env, "KATA_POOL": "0"})
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    def unit_by_unit(report: dict) -> dict:
+        return {(s["student"], k["kata"]): (k["outcome"], k["points"], k["message"], k["where"],
+                                            [(c["id"], c["status"], c["points"], c["message"]) for c in k["checks"]])
+                for s in report["students"] for k in s["katas"]}
+
+    warm, cold = unit_by_unit(graded.report), unit_by_unit(json.loads(done.stdout))
+    assert cold == warm
+    assert sum(len(unit[4]) for unit in warm.values()) > 60  # the checks of every graded unit, compared
 
 
 def test_a_rerun_grades_only_what_changed(graded, tmp_path):

@@ -7,6 +7,7 @@ same file graded cold in the same test.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -233,3 +234,93 @@ def gone(pgid: int, within: float = 10) -> bool:
 def in_group(pgid: int) -> bool:
     """Whether any process (a unit, or one it started) is left in the process group `pgid`."""
     return subprocess.run(["pgrep", "-g", str(pgid)], capture_output=True).returncode == 0
+
+
+# ------------------------------------------------------------- the walls of a unit in a warm sandbox
+
+WALLS = """import json, os, subprocess, sys
+from kata.grading import contain
+
+contain.protect_zygote()  # as the zygote does
+
+
+def unit(probe):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            contain.contain(1 << 20, 1 << 20)
+            probe()
+        finally:
+            sys.stdout.flush()
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def first():
+    status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+    found = {"pid": os.getpid(), "capabilities": status["CapEff"].strip(), "no_new_privs": status["NoNewPrivs"].strip(),
+             "others": [p for p in range(3, 400) if alive(p)]}
+    for name in ("mem", "environ"):  # the zygote is PID 1 of the sandbox whose /proc this is
+        try:
+            open(f"/proc/1/{name}", "rb").read(1)
+            found[name] = "read"
+        except OSError as exc:
+            found[name] = type(exc).__name__
+    for path in ("/tmp/left", "/dev/shm/left", "/dev/left", "/left", COURSE_TOML):
+        try:
+            with open(path, "w") as f:
+                f.write("x")
+            found[path] = "written"
+        except OSError as exc:
+            found[path] = type(exc).__name__
+    subprocess.Popen(["sleep", "977"], start_new_session=True)  # would outlive the unit
+    print(json.dumps(found))
+
+
+def second():
+    print(json.dumps({"tmp": sorted(os.listdir("/tmp")), "shm": sorted(os.listdir("/dev/shm"))}))
+
+
+unit(first)
+unit(second)
+"""
+
+
+def test_a_warm_unit_is_walled_off_from_its_zygote_and_from_the_next_unit(course, tmp_path):
+    """The walls themselves, with no in-process guard: what a student's native code would meet."""
+    _warm_sandbox_or_skip()
+    submission = tmp_path / "submission"
+    submission.mkdir()
+    (submission / "walls.py").write_text(WALLS.replace("COURSE_TOML", repr(str(course.root / "course.toml"))))
+    placeholder = tmp_path / "placeholder"
+    placeholder.touch()
+    info_read, info_write = os.pipe()
+    command = isolation.command(course, course.find("9.1"), submission, placeholder=placeholder,
+                                warm_info_fd=info_write)
+    try:
+        done = subprocess.run([*command, sys.executable, "/submission/walls.py"], capture_output=True, text=True,
+                              timeout=120, env=isolation.environment(dict(os.environ)), pass_fds=(info_write,))
+    finally:
+        os.close(info_write)
+        os.close(info_read)
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, second = (json.loads(line) for line in done.stdout.splitlines())
+    # Its own PID namespace (PID 2 under its own init, nothing else in view), no capability, no new ones.
+    assert first["pid"] == 2 and first["others"] == []
+    assert first["capabilities"] == "0000000000000000" and first["no_new_privs"] == "1"
+    # The zygote's memory and environment are closed to it.
+    assert first["mem"] == first["environ"] == "PermissionError"
+    # Its own /tmp and /dev/shm; everything else read-only.
+    assert first["/tmp/left"] == first["/dev/shm/left"] == "written"
+    assert first["/dev/left"] == first["/left"] == first[str(course.root / "course.toml")] == "OSError"
+    # The next unit finds nothing of it, and its process did not outlive it.
+    assert "left" not in second["tmp"] and second["shm"] == []
+    assert subprocess.run(["pgrep", "-f", "sleep 977"], capture_output=True).returncode == 1

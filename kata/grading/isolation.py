@@ -10,13 +10,16 @@ also run each graded unit in a sandbox from a maintained tool. Inside it:
   file of the course an empty placeholder), and the student's one file (a private copy, read-only).
   No other student, no output folder, no nbgrader folder, no home, no `.git`;
 - private, size-limited tmpfs for `/tmp` and `/dev/shm` (files there are memory the process limit would
-  not count: their sizes bound it);
+  not count: their sizes bound it), and nothing else writable: the sandbox's own root and `/dev` are
+  read-only too;
 - new network, IPC, UTS and PID namespaces (`--unshare-all`): no network, and every process the unit
   started, double-forked or in its own session, dies with it (`--die-with-parent`, and the end of the
   namespace's first process ends the namespace);
 - no environment but what grading needs (no tokens of the instructor's shell).
 
 The results come back over the signed pipe inherited through bwrap; the parent writes everything else.
+A warm zygote of `kata grade` (`kata.pool`) lives in the same sandbox, and each unit it forks builds
+these walls again for itself inside it (`kata.grading.contain`).
 bwrap needs unprivileged user namespaces; `probe()` says whether they work here and, if not, how to
 enable them (`kata doctor` shows it).
 """
@@ -166,7 +169,9 @@ def command(course, kata, submission_dir: Path, *, graders: Path | None = None, 
                           "showing the environment would show the whole course; install kata elsewhere")
         args += ["--ro-bind", path, path]
     args += _course_skeleton(course, kata, graders, placeholder)
-    args += ["--ro-bind", str(submission_dir), SUBMISSION_DIR, "--chdir", str(course.root), "--"]
+    args += ["--ro-bind", str(submission_dir), SUBMISSION_DIR,
+             "--remount-ro", "/",  # the sandbox's own root: nothing written there outlives a unit either
+             "--chdir", str(course.root), "--"]
     return args
 
 
