@@ -205,6 +205,7 @@ class Pool:
         self._zygotes: list[_Zygote] = []  # every zygote started and not closed, for `close`
         self._starting = 0  # zygotes being started: they count against `size` already
         self._units: set[Unit] = set()  # units not known to have ended
+        self.broken: str | None = None  # why its zygotes cannot start here, once one could not
         if not sandboxed:
             for _ in range(self.size):
                 self._idle.append(self._start(None))
@@ -215,6 +216,9 @@ class Pool:
             self._starting += not reserved
         try:
             zygote = _Zygote(self.course, self.env, kata)
+        except PoolError as exc:  # a sandboxed zygote that cannot grade here: no use trying again
+            self.broken = str(exc)
+            raise
         finally:
             with self._changed:
                 self._starting -= 1
@@ -251,6 +255,8 @@ class Pool:
         unit's memory cgroup (`group`)."""
         if self.sandboxed and (kata is None or submission is None or group is None):
             raise ValueError("a sandboxed pool forks a unit for a kata, a submission and a memory cgroup")
+        if self.broken is not None:
+            raise PoolError(self.broken)
         zygote = self._take(kata if self.sandboxed else None)
         try:
             for _ in range(2):  # a zygote may die between units (killed, say): one fresh try

@@ -29,7 +29,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kata.course import Course, Kata
 from kata.grading import cgroup, isolation, protocol
@@ -46,9 +45,7 @@ from kata.outcomes import (
     NOT_IMPLEMENTED,
     PASSED,
 )
-
-if TYPE_CHECKING:
-    from kata.pool import Pool, Unit
+from kata.pool import Pool, PoolError, Unit
 
 # Kata outcomes (PASSED, FAILED and NOT_IMPLEMENTED: kata.outcomes).
 SYNTAX_ERROR = protocol.SYNTAX_ERROR
@@ -283,16 +280,19 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
         return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
     memory = kata.memory_mb if memory_mb is None else memory_mb
     place = cgroup.probe().place
-    warm = pool is not None and pool.sandboxed and place is not None and graders is None
+    warm = pool is not None and pool.sandboxed and pool.broken is None and place is not None and graders is None
     inside = Path(isolation.SUBMISSION_DIR) / path.name
     with tempfile.TemporaryDirectory(prefix="kata-unit-") as private, contextlib.ExitStack() as stack:
         group = None
         if place is not None:  # a limit that counts shared memory too (`kata.grading.cgroup`)
             group = stack.enter_context(cgroup.unit(place, cgroup.limit_bytes(memory, isolation.TMPFS_MB)))
         if warm:  # forked in a zygote's sandbox of this kata, which shows it `path` as `inside`
-            run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory, graders=None,
-                       on_event=on_event, memory_group=group, pool=pool, submission=path)
-        else:
+            try:
+                run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory, graders=None,
+                           on_event=on_event, memory_group=group, pool=pool, submission=path)
+            except PoolError:  # no zygote can grade here (`pool.broken` says why): this unit, and the next, cold
+                warm = False
+        if not warm:
             copy = Path(private) / "submission" / path.name
             copy.parent.mkdir()
             copy.write_bytes(path.read_bytes())

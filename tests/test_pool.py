@@ -324,3 +324,18 @@ def test_a_warm_unit_is_walled_off_from_its_zygote_and_from_the_next_unit(course
     # The next unit finds nothing of it, and its process did not outlive it.
     assert "left" not in second["tmp"] and second["shm"] == []
     assert subprocess.run(["pgrep", "-f", "sleep 977"], capture_output=True).returncode == 1
+
+
+def test_where_no_zygote_can_start_in_its_sandbox_units_are_graded_cold(course, student_file, monkeypatch):
+    _warm_sandbox_or_skip()
+    sandbox = isolation.command
+
+    def failing_for_zygotes(*args, warm_info_fd=None, **kwargs):  # as where bwrap refuses the zygote's options
+        return ["/bin/false", "--"] if warm_info_fd is not None else sandbox(*args, **kwargs)
+
+    monkeypatch.setattr(isolation, "command", failing_for_zygotes)
+    with Pool(course, 1, sandboxed=True) as pool:
+        for _ in range(2):
+            assert_pool_grades_correctly(course, pool, student_file, isolate=True)
+        assert "the sandboxed grading zygote did not start" in pool.broken
+        assert pool.pids() == []
