@@ -43,6 +43,7 @@ def rows() -> list[tuple[str, str, bool]]:
         found.append(("import torch is quiet", "yes" if not probe.stderr.strip() else
                       "no, it writes to stderr (is NumPy installed?): " + probe.stderr.strip().splitlines()[0],
                       not probe.stderr.strip()))
+    course = None
     try:
         course = load_course()
         found.append(("course", f"{course.file} ({len(course.katas)} katas)", True))
@@ -51,10 +52,15 @@ def rows() -> list[tuple[str, str, bool]]:
     except CourseError as exc:
         found.append(("course", exc.problems[0], False))
     from kata.grading import cgroup, isolation
+    from kata.pool import sandboxed_problem
 
     support = isolation.probe()
     found.append(("isolation (kata grade)", support.describe(), True))  # students' laptops need none
     found.append(("memory limit (kata grade)", cgroup.probe().describe(), True))
+    if course is not None:
+        problem = sandboxed_problem(course)
+        found.append(("warm pool (kata grade)", "each unit forked from a zygote in its kata's sandbox, in walls of "
+                      "its own" if not problem else f"none, units start cold: {problem}", True))
     from importlib.metadata import version
 
     for module in ("pytest", "hypothesis", "rich", "click", "nbgrader"):

@@ -327,6 +327,36 @@ class Pool:
         self.close()
 
 
+def sandboxed_problem(course: Course) -> str:
+    """Why `kata grade` cannot use a warm pool here ("" if it can): no pool, no memory cgroup per unit, or
+    a unit forked in a zygote's sandbox cannot build its walls (a trial, for `kata doctor`)."""
+    if not enabled():
+        return f"{POOL_VARIABLE}=0"
+    if not cgroup.probe().available:
+        return "no memory cgroup per unit (see above)"
+    if not isolation.probe().available:
+        return "no sandbox (see above)"
+    trial = "from kata.grading import zygote; print(zygote.trial() or 'ok')"
+    with tempfile.TemporaryDirectory(prefix="kata-doctor-") as folder:
+        placeholder = Path(folder) / "placeholder"
+        placeholder.touch()
+        info_read, info_write = os.pipe()
+        try:
+            command = isolation.command(course, course.katas[0], Path(folder), placeholder=placeholder,
+                                        warm_info_fd=info_write)
+            done = subprocess.run([*command, sys.executable, "-c", trial], capture_output=True, text=True,
+                                  timeout=60, pass_fds=(info_write,), cwd=course.root,
+                                  env=isolation.environment(os.environ.copy()))
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"the zygote's sandbox did not start: {exc}"
+        finally:
+            os.close(info_write)
+            os.close(info_read)
+    if done.stdout.strip() == "ok":
+        return ""
+    return (done.stdout.strip() or (done.stderr.strip().splitlines() or ["no message"])[-1])
+
+
 def enabled() -> bool:
     """Whether grading may use a pool here: `KATA_POOL` is not "0", and the system can fork."""
     return os.environ.get(POOL_VARIABLE, "1") != "0" and hasattr(os, "fork") and hasattr(socket, "send_fds")

@@ -569,16 +569,22 @@ def test_kata_doctor_says_which_isolation_there_is(tmp_path):
     (restricted / "bwrap").write_text('#!/bin/sh\n[ "$1" = --version ] && echo "bubblewrap 0.9.0" && exit 0\n'
                                       'echo "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n')
     (restricted / "bwrap").chmod(0o755)
-    rows, memory = {}, {}
-    for label, path in (("here", env["PATH"]), ("without bwrap", str(tmp_path)), ("restricted", str(restricted))):
+    rows, memory, warm = {}, {}, {}
+    for label, path, pool in (("here", env["PATH"], "1"), ("without bwrap", str(tmp_path), "1"),
+                              ("restricted", str(restricted), "1"), ("no pool", env["PATH"], "0")):
         done = subprocess.run([kata_exe(), "doctor", "--json"], capture_output=True, text=True, timeout=300,
-                              env={**env, "PATH": path})
+                              env={**env, "PATH": path, "KATA_POOL": pool})
         checks = {c["name"]: c["value"] for c in json.loads(done.stdout)["checks"]}
         rows[label], memory[label] = checks["isolation (kata grade)"], checks["memory limit (kata grade)"]
-    if os.geteuid() == 0:  # CI: root has memory cgroups for graded units
+        warm[label] = checks["warm pool (kata grade)"]
+    if os.geteuid() == 0:  # CI: root has memory cgroups for graded units, and so a warm pool for kata grade
         assert memory["here"].startswith("a memory cgroup (v") and "shared memory counts" in memory["here"]
+        assert warm["here"].startswith("each unit forked from a zygote in its kata's sandbox")
     else:
         assert "systemd-run --user --scope -p Delegate=yes" in memory["here"]
+        assert warm["here"] == "none, units start cold: no memory cgroup per unit (see above)"
+    assert warm["no pool"] == "none, units start cold: KATA_POOL=0"
+    assert warm["restricted"].startswith("none, units start cold: no ")
     assert rows["here"].startswith("bubblewrap ") and "PID and network namespaces" in rows["here"]
     assert "not installed" in rows["without bwrap"] and "apt-get install bubblewrap" in rows["without bwrap"]
     assert "uid map: Permission denied" in rows["restricted"]

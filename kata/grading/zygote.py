@@ -234,7 +234,7 @@ def _walls() -> None:
     contain.contain(isolation.TMP_MB * 1024 * 1024, isolation.SHM_MB * 1024 * 1024)
 
 
-def _trial() -> str:
+def trial() -> str:
     """Why a unit could not build its walls here ("" if it can): one fork that builds them and exits."""
     pid = os.fork()
     if pid == 0:
@@ -259,7 +259,7 @@ def main() -> None:
 
         try:
             contain.protect_zygote()
-            problem = _trial()
+            problem = trial()
         except OSError as exc:
             problem = str(exc)
         channel.send({"ready": not problem, "problem": problem})
