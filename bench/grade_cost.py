@@ -1,8 +1,8 @@
 """What grading a class costs in CPU time: `kata grade --jobs 1` of a generated class (bench/classroom.py:
-each kata answered with the reference, the stub or a planted mistake), its CPU seconds (user + system, of
-`kata` and every grading child) per unit (one kata of one student), beside the floor no cold child avoids,
-`python -c "import torch"`, measured in the same run. Prints the CPU-hours of a class of --class-size
-students at the measured cost per unit.
+each kata answered with the reference, the stub or a planted mistake), with its warm pool and cold
+(`KATA_POOL=0`), its CPU seconds (user + system, of `kata`, its zygotes and every grading child) per unit
+(one kata of one student), beside the floor no cold child avoids, `python -c "import torch"`, measured in
+the same run. Prints the CPU-hours of a class of --class-size students at the measured costs per unit.
 
     python bench/grade_cost.py [--students 4] [--katas all] [--class-size 2000] [--seed 0]
 """
@@ -56,27 +56,29 @@ def main(argv: list[str] | None = None) -> None:
         env = {**os.environ, "KATA_COURSE": str(REPO), "KATA_PROGRESS": str(tmp / "progress.json")}
         classroom.write_files(course, plan, tmp / "class")
         floor = statistics.median(cpu_seconds([sys.executable, "-c", "import torch"], env)[0] for _ in range(3))
-        cpu, wall, stdout = cpu_seconds([kata_exe, "grade", str(tmp / "class"), "--katas",
-                                         ",".join(k.id for k in katas), "--jobs", "1", "--out", str(tmp / "out"),
-                                         "--json"], env)
-    report = json.loads(stdout)
+        runs = {}
+        for pool, variable in (("warm", "1"), ("cold", "0")):
+            runs[pool] = cpu_seconds([kata_exe, "grade", str(tmp / "class"), "--katas", ",".join(k.id for k in katas),
+                                      "--jobs", "1", "--out", str(tmp / f"out-{pool}"), "--json"],
+                                     {**env, "KATA_POOL": variable})
     units = args.students * len(katas)
-    per_unit = cpu / units
-    print(f"{args.students} students × {len(katas)} katas = {units} units, kata grade --jobs 1; "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    print(f"CPU seconds: {cpu:.1f} in all, {per_unit:.2f} per unit (wall {wall:.1f} s); "
-          f"`python -c 'import torch'`: {floor:.2f} CPU s ({floor / per_unit:.0%} of a unit)")
-    seconds: dict[str, list[float]] = {}
-    for student in report["students"]:
-        for grade in student["katas"]:
-            seconds.setdefault(grade["kata"], []).append(grade["seconds"])
-    print("wall seconds per unit by kata (median): "
-          + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in seconds.items()))
     class_units = args.class_size * len(katas)
-    print(f"a class of {args.class_size} students × {len(katas)} katas = {class_units} units: "
-          f"{per_unit * class_units / 3600:.1f} CPU-hours at {per_unit:.2f} CPU s per unit "
-          f"({floor * class_units / 3600:.1f} of them importing torch in each unit's fresh child)")
-
+    print(f"{args.students} students × {len(katas)} katas = {units} units, kata grade --jobs 1; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+          f"`python -c 'import torch'`: {floor:.2f} CPU s")
+    for pool, (cpu, wall, stdout) in runs.items():
+        per_unit = cpu / units
+        seconds: dict[str, list[float]] = {}
+        for student in json.loads(stdout)["students"]:
+            for grade in student["katas"]:
+                seconds.setdefault(grade["kata"], []).append(grade["seconds"])
+        print(f"{pool}: CPU seconds {cpu:.1f} in all, {per_unit:.2f} per unit (wall {wall:.1f} s); wall seconds per "
+              "unit by kata (median): " + ", ".join(f"{k} {statistics.median(v):.1f}" for k, v in seconds.items()))
+        print(f"  a class of {args.class_size} students × {len(katas)} katas = {class_units} units: "
+              f"{per_unit * class_units / 3600:.1f} CPU-hours at {per_unit:.2f} CPU s per unit")
+    warm, cold = runs["warm"][0], runs["cold"][0]
+    print(f"the warm pool saves {(cold - warm) / units:.2f} CPU s per unit ({cold / warm:.2f}× less CPU); "
+          f"each cold unit's own `import torch` alone is {floor * class_units / 3600:.1f} CPU-hours of the class")
 
 if __name__ == "__main__":
     main()

@@ -40,7 +40,7 @@ READY_WAIT_S = 300  # a sandboxed zygote's imports and trial unit, on a loaded m
 
 
 class PoolError(Exception):
-    """The pool could not start a unit (its zygote died, twice)."""
+    """The pool could not start a unit: its zygote died, twice, or a sandboxed zygote cannot start here."""
 
 
 class Unit:
