@@ -19,26 +19,57 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import classroom
 
 from kata.course import load_course
+from kata.grading import cgroup
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = os.path.dirname(sys.executable)
 
 
 def cpu_seconds(command: list[str], env: dict) -> tuple[float, float, str]:
-    """CPU seconds (user + system) of the command and its waited-for descendants, wall seconds, stdout."""
+    """CPU seconds (user + system) of the command and every process it started, wall seconds, stdout.
+
+    Counted by a CPU-accounting cgroup the command starts in, where one can be made (root, cgroup v1's
+    cpuacct or v2): a sandboxed unit's processes are reaped by bubblewrap's init, not by their parent,
+    so `RUSAGE_CHILDREN`, the fallback, misses them."""
+    group = _accounting_group()
+    prefix = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group[0] / "cgroup.procs")] if group else []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        done = subprocess.run([*prefix, *command], env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = group[1]() if group else (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    finally:
+        if group:
+            group[0].rmdir()
     if done.returncode not in (0,):
         sys.exit(f"{' '.join(command)} failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall, done.stdout
+    return cpu, wall, done.stdout
+
+
+def _accounting_group() -> tuple[Path, Callable[[], float]] | None:
+    """A new cgroup that counts CPU time, and how to read its seconds; None where none can be made."""
+    name = f"kata-bench-{os.getpid()}-{time.monotonic_ns()}"
+    v1 = Path("/sys/fs/cgroup/cpuacct")
+    place = cgroup.probe().place
+    try:
+        if (v1 / "cpuacct.usage").exists():
+            (v1 / name).mkdir()
+            return v1 / name, lambda: int((v1 / name / "cpuacct.usage").read_text()) / 1e9
+        if place is not None and place.version == 2:
+            (place.parent / name).mkdir()
+            usage = place.parent / name / "cpu.stat"
+            return place.parent / name, lambda: int(usage.read_text().split("usage_usec")[1].split()[0]) / 1e6
+    except OSError:
+        pass
+    return None
 
 
 def main(argv: list[str] | None = None) -> None:
