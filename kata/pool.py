@@ -7,7 +7,11 @@ discarded after one unit. `kata.runner` drives it through `Unit`, which stands i
 `subprocess.Popen` of a cold child (pid, poll, wait, returncode): the time budget, the stack sample, the
 killing of its process group and the reading of its results are the runner's, as for a cold child.
 
-`kata verify` grades through one pool of `--jobs` zygotes; `KATA_POOL=0` turns it off (every unit
+A kata whose graders import more of torch while loading (its `warm_imports` in course.toml: torch._dynamo,
+about 2 s a unit) gets zygotes of its own that imported it too; the others keep plain ones, whose units
+seal fewer modules.
+
+`kata verify` grades through one pool of `--jobs` zygotes of each kind; `KATA_POOL=0` turns it off (every unit
 then starts cold, as everywhere else: `kata check`, `kata watch`, and `kata grade`, whose units run in
 a sandbox that a pool does not enter yet).
 """
@@ -77,13 +81,15 @@ class Unit:
 
 
 class _Zygote:
-    """One zygote process and our end of its socket; it runs one unit at a time."""
+    """One zygote process and our end of its socket; it runs one unit at a time. `warm_imports`: the torch
+    modules it imported for its katas' graders (a kata's `warm_imports`)."""
 
-    def __init__(self, course: Course, env: dict[str, str]):
+    def __init__(self, course: Course, env: dict[str, str], warm_imports: tuple[str, ...] = ()):
+        self.warm_imports = warm_imports
         ours, theirs = socket.socketpair()
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "kata.grading.zygote", str(theirs.fileno())],
+                [sys.executable, "-m", "kata.grading.zygote", str(theirs.fileno()), *warm_imports],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env, cwd=course.root,
                 start_new_session=True, pass_fds=(theirs.fileno(),))
         except BaseException:
@@ -117,30 +123,43 @@ class _Zygote:
 
 
 class Pool:
-    """`size` zygotes of one course, started at once; `spawn` forks a unit from an idle one (waiting
-    for one if all are busy) and replaces a zygote that died."""
+    """Up to `size` zygotes of one course per set of `warm_imports` (the plain ones started at once, the
+    others when a unit first needs them); `spawn` forks a unit from an idle one of its kind (waiting for
+    one if `size` are busy) and replaces a zygote that died."""
 
     def __init__(self, course: Course, size: int):
         from kata.runner import grading_env  # the runner uses this module: imported when needed
 
-        self.course, self.env = course, grading_env(course)
-        self._idle: queue.SimpleQueue[_Zygote] = queue.SimpleQueue()
+        self.course, self.env, self.size = course, grading_env(course), max(1, size)
+        self._idle: dict[tuple[str, ...], queue.SimpleQueue[_Zygote]] = {(): queue.SimpleQueue()}
         self._lock = threading.Lock()
         self._zygotes: list[_Zygote] = []  # every zygote started, for `close`
         self._units: set[Unit] = set()  # units not known to have ended
-        for _ in range(max(1, size)):
-            self._idle.put(self._start())
+        for _ in range(self.size):
+            self._idle[()].put(self._start(()))
 
-    def _start(self) -> _Zygote:
-        zygote = _Zygote(self.course, self.env)
+    def _start(self, warm_imports: tuple[str, ...]) -> _Zygote:
+        zygote = _Zygote(self.course, self.env, warm_imports)
         with self._lock:
             self._zygotes.append(zygote)
         return zygote
 
-    def spawn(self, argv: list[str], *, env: dict[str, str], fds: list[int], log: int) -> Unit:
+    def _take(self, warm_imports: tuple[str, ...]) -> _Zygote:
+        """An idle zygote of this kind: a new one while fewer than `size` of its kind were started."""
+        with self._lock:
+            idle = self._idle.setdefault(warm_imports, queue.SimpleQueue())
+            new = idle.empty() and sum(z.warm_imports == warm_imports for z in self._zygotes) < self.size
+            if new:  # started under the lock, so that two threads never both add the last one
+                zygote = _Zygote(self.course, self.env, warm_imports)
+                self._zygotes.append(zygote)
+        return zygote if new else idle.get()
+
+    def spawn(self, argv: list[str], *, env: dict[str, str], fds: list[int], log: int,
+              warm_imports: tuple[str, ...] = ()) -> Unit:
         """A unit running `kata.grading.child` with `argv` and `env` in the course's folder, holding `fds`
-        (named in `argv` by these numbers) and writing its stdout and stderr to `log`."""
-        zygote = self._idle.get()
+        (named in `argv` by these numbers) and writing its stdout and stderr to `log`, forked from a zygote
+        that imported `warm_imports` (its kata's)."""
+        zygote = self._take(warm_imports)
         try:
             for _ in range(2):  # a zygote may die between units (killed, say): one fresh try
                 if not zygote.usable():
@@ -156,7 +175,7 @@ class Pool:
                 return unit
             raise PoolError("the grading zygote died before it could start the unit, and so did its replacement")
         except BaseException:
-            self._idle.put(zygote)
+            self._idle[zygote.warm_imports].put(zygote)
             raise
 
     def _replace(self, zygote: _Zygote) -> _Zygote:
@@ -166,12 +185,12 @@ class Pool:
         with contextlib.suppress(OSError):
             zygote.process.kill()
         zygote.close()
-        return self._start()
+        return self._start(zygote.warm_imports)
 
     def _ended(self, unit: Unit) -> None:
         with self._lock:
             self._units.discard(unit)
-        self._idle.put(unit._zygote)
+        self._idle[unit._zygote.warm_imports].put(unit._zygote)
 
     def pids(self) -> list[int]:
         """The zygotes' process ids (for tests and benchmarks)."""

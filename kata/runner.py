@@ -338,7 +338,7 @@ class _Run:
         log_read, log_write = os.pipe()  # the child's stdout and stderr
         try:
             if pool is not None:
-                self.child = pool.spawn(argv, env=env, fds=passed, log=log_write)
+                self.child = pool.spawn(argv, env=env, fds=passed, log=log_write, warm_imports=kata.warm_imports)
             else:
                 self.child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_write,
                                               stderr=subprocess.STDOUT, env=env, cwd=course.root,

@@ -80,7 +80,7 @@ def assert_pool_grades_correctly(course, pool, student_file):
 # ------------------------------------------------------------------------------------ same results
 
 
-@pytest.mark.parametrize("kata_id", ["9.1", "9.4"])
+@pytest.mark.parametrize("kata_id", ["9.1", "9.4", "9.7"])  # 9.7: forked from a zygote of its warm_imports
 def test_pooled_grading_gives_what_cold_grading_gives(course, pool, student_file, kata_id):
     kata = course.find(kata_id)
     solution = kata.solution.read_text(encoding="utf-8")
