@@ -1,9 +1,10 @@
-"""`kata verify` of the whole course, kata by kata, side by side with one `kata check` of each kata's
-reference solution in the same run (the least one grading of the kata costs).
+"""`kata verify` of the whole course, one command as course authors run it, side by side with one `kata
+check` of each kata's reference solution in the same run (the least one grading of the kata costs).
 
-`kata verify ID` grades the reference under three seeds, the derived stub and every planted mistake
-(`--jobs`, default the CPU count, at a time): its wall time over one check's is roughly its number of
-runs over the jobs. Prints each kata's figures, the total and the slowest kata.
+`kata verify` grades each kata's reference under three seeds, its derived stub, every planted mistake and
+every alternative through one queue (`--jobs`, default the CPU count, at a time). Prints the whole
+command's wall time and, per kata, its runs and their seconds added up (its share of the work: the runs of
+all katas share the jobs, so a kata has no wall time of its own), the slowest run and one cold check.
 
     python bench/verify_course.py [--jobs N]
 """
@@ -37,25 +38,25 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     kata = shutil.which("kata", path=os.path.dirname(sys.executable)) or "kata"
     course = load_course(REPO)
-    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "KATA_COURSE": str(REPO), "KATA_PROGRESS": str(Path(tmp) / "progress.json")}
-        for k in course.katas:
-            verify_s, done = timed([kata, "verify", k.id, "--json", "--jobs", str(args.jobs)], env)
-            report = json.loads(done.stdout)["katas"][0]
-            check_s, _ = timed([kata, "check", k.id, "--file", str(k.solution)], env)
-            rows.append((k, verify_s, len(report["runs"]), report["ok"], report["slowest_seconds"], check_s))
-    print(f"kata verify, {args.jobs} jobs, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
-    print(f"{'kata':<30}{'verify s':>9}{'runs':>6}{'sound':>7}{'slowest run s':>15}{'1 check s':>11}{'ratio':>7}")
-    for k, verify_s, runs, ok, slowest, check_s in rows:
-        print(f"{k.id + ' ' + k.slug:<30}{verify_s:>9.1f}{runs:>6}{'yes' if ok else 'NO':>7}{slowest:>15.1f}"
-              f"{check_s:>11.1f}{verify_s / check_s:>7.1f}")
-    total, checks = sum(r[1] for r in rows), sum(r[5] for r in rows)
-    slowest = max(rows, key=lambda r: r[1])
-    sound = "yes" if all(r[3] for r in rows) else "NO"
-    print(f"{'whole course':<30}{total:>9.1f}{sum(r[2] for r in rows):>6}{sound:>7}{'':>15}{checks:>11.1f}"
-          f"{total / checks:>7.1f}")
-    print(f"slowest kata: {slowest[0].id} {slowest[0].slug}, {slowest[1]:.1f} s")
+        load = os.getloadavg()[0]
+        verify_s, done = timed([kata, "verify", "--json", "--jobs", str(args.jobs)], env)
+        reports = {r["kata"]: r for r in json.loads(done.stdout)["katas"]}
+        checks = {k.id: timed([kata, "check", k.id, "--file", str(k.solution)], env)[0] for k in course.katas}
+    print(f"kata verify, {args.jobs} jobs, {os.cpu_count()} CPUs, load average {load:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end")
+    print(f"{'kata':<30}{'runs':>6}{'sound':>7}{'run s (sum)':>13}{'slowest run s':>15}{'1 check s':>11}")
+    for k in course.katas:
+        r = reports[k.id]
+        print(f"{k.id + ' ' + k.slug:<30}{len(r['runs']):>6}{'yes' if r['ok'] else 'NO':>7}"
+              f"{sum(run['seconds'] for run in r['runs']):>13.1f}{r['slowest_seconds']:>15.1f}{checks[k.id]:>11.1f}")
+    total_runs = sum(len(r["runs"]) for r in reports.values())
+    work = sum(run["seconds"] for r in reports.values() for run in r["runs"])
+    sound = "yes" if all(r["ok"] for r in reports.values()) else "NO"
+    print(f"{'whole course':<30}{total_runs:>6}{sound:>7}{work:>13.1f}{'':>15}{sum(checks.values()):>11.1f}")
+    print(f"kata verify of the whole course: {verify_s:.1f} s wall ({verify_s / sum(checks.values()):.1f} times "
+          f"one check of every kata)")
 
 
 if __name__ == "__main__":

@@ -396,24 +396,21 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, re
     if check_progress:
         _verify_progress(kata_ids, regrade, as_json)
         return
-    from kata.pool import open_pool
-    from kata.verify import verify_kata
+    from kata.verify import verify_course
 
     course = open_course()
     katas = [_kata(course, k) for k in kata_ids] or list(course.katas)
     jobs = jobs or os.cpu_count() or 2
     started = time.perf_counter()
-    reports = []
     console = None if as_json else render.make_console()
-    with open_pool(course, jobs) as pool:  # one warm pool for every kata's runs (KATA_POOL=0: none)
-        for kata in katas:
-            if console:
-                with render.verifying(console, kata):
-                    report = verify_kata(course, kata, jobs=jobs, pool=pool)
-                render.verified(console, kata, report)
-            else:
-                report = verify_kata(course, kata, jobs=jobs, pool=pool)
-            reports.append((report, kata))
+    if console:
+        by_id = {k.id: k for k in katas}
+        with render.verifying(console, katas):
+            found = verify_course(course, katas, jobs=jobs,
+                                  on_report=lambda report: render.verified(console, by_id[report.kata], report))
+    else:
+        found = verify_course(course, katas, jobs=jobs)
+    reports = list(zip(found, katas, strict=True))
     seconds = time.perf_counter() - started
     ok = all(r.ok for r, _ in reports)
     if as_json:

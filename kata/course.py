@@ -21,7 +21,7 @@ _DOTTED = re.compile(r"^torch(\.[A-Za-z_][A-Za-z0-9_]*)+$")
 
 _KATA_FIELDS = {
     "id", "slug", "title", "points", "requires", "hints", "forbidden", "time_budget_s", "memory_mb",
-    "pictures", "capstone",
+    "pictures", "capstone", "warm_imports",
 }
 _DEFAULT_FIELDS = {"time_budget_s", "memory_mb"}
 _TOP_FIELDS = {"schema", "title", "course_id", "defaults", "kata"}
@@ -53,6 +53,8 @@ class Kata:
     root: Path
     pictures: str | None = None  # what `kata viz` draws for this kata, for people; None: no pictures
     capstone: bool = False  # the kata `kata train-demo` trains with (its training code, on the student's model)
+    warm_imports: tuple[str, ...] = ()  # torch modules its graders import while loading: the warm pool's zygotes
+    # for this kata import them once (`kata.pool`), instead of every run
 
     @property
     def dirname(self) -> str:
@@ -251,14 +253,16 @@ def _validate(path: Path, data: dict) -> Course:
         memory = field("memory_mb", int, lambda v: v > 0, "must be a positive number of MiB")
         pictures = (field("pictures", str, str.strip, "must say in a few words what the pictures show")
                     if "pictures" in raw else "")
+        warm_imports = field("warm_imports", list, lambda v: all(isinstance(x, str) and _DOTTED.match(x) for x in v),
+                             "must be a list of dotted torch module names like 'torch._dynamo'", default=[])
         capstone = raw.get("capstone", False)
         if not isinstance(capstone, bool):
             problem(f"{where}: field 'capstone'", f"must be true or false, found {capstone!r}")
-        if None in (kid, slug, title_, points, requires, hints, forbidden, budget, memory, pictures):
+        if None in (kid, slug, title_, points, requires, hints, forbidden, budget, memory, pictures, warm_imports):
             continue
         kata = Kata(kid, slug, title_, float(points), tuple(requires), tuple(h.strip() for h in hints),
                     tuple(forbidden), float(budget), memory, path.parent, pictures=pictures.strip() or None,
-                    capstone=capstone is True)
+                    capstone=capstone is True, warm_imports=tuple(warm_imports))
         # Not the pictures file: the sandbox of `kata grade` shows the later katas' solution.py alone.
         for label, file in (("exercise", kata.exercise), ("solution", kata.solution), ("README", kata.readme)):
             if not file.is_file():

@@ -7,6 +7,10 @@ discarded after one unit. `kata.runner` drives it through `Unit`, which stands i
 `subprocess.Popen` of a cold child (pid, poll, wait, returncode): the time budget, the stack sample, the
 killing of its process group and the reading of its results are the runner's, as for a cold child.
 
+A kata whose graders import more of torch while loading (its `warm_imports` in course.toml: torch._dynamo,
+about 2 s a unit) gets zygotes that imported it too; the others get plain ones, whose units seal fewer
+modules. A pool holds at most `size` zygotes: one of another kind, idle, makes room for a new one.
+
 `kata verify` grades through one pool of `--jobs` zygotes, `kata watch` through one of a single zygote for
 its session. `kata grade` through a sandboxed pool (`Pool(sandboxed=True)`): each zygote lives in the
 bubblewrap sandbox of one kata (`isolation.command`), at most `--jobs` of them at a time (an idle one of
@@ -35,6 +39,7 @@ from kata.grading import cgroup, isolation
 from kata.grading.zygote import Channel
 
 POOL_VARIABLE = "KATA_POOL"  # "0": no pool
+Kind = tuple[Kata | None, tuple[str, ...]]  # what a zygote is for: the kata of its sandbox (if any), its warm_imports
 CLOSE_WAIT_S = 5  # a zygote still importing notices the pool's close only when done
 READY_WAIT_S = 300  # a sandboxed zygote's imports and trial unit, on a loaded machine
 
@@ -86,11 +91,13 @@ class Unit:
 
 
 class _Zygote:
-    """One zygote process and our end of its socket; it runs one unit at a time. With a `kata`, it lives
-    in that kata's sandbox, and the student's file of each unit is put in its `inbox` (its /submission)."""
+    """One zygote process and our end of its socket; it runs one unit at a time. It imported `warm_imports`
+    (its katas' extra torch modules). With a `kata`, it lives in that kata's sandbox, and the student's file
+    of each unit is put in its `inbox` (its /submission)."""
 
-    def __init__(self, course: Course, env: dict[str, str], kata: Kata | None = None):
-        self.kata, self.dead = kata, False
+    def __init__(self, course: Course, env: dict[str, str], kata: Kata | None = None,
+                 warm_imports: tuple[str, ...] = ()):
+        self.kata, self.warm_imports, self.dead = kata, warm_imports, False
         ours, theirs = socket.socketpair()
         command = [sys.executable, "-m", "kata.grading.zygote", str(theirs.fileno())]
         passed, info_write = [theirs.fileno()], None
@@ -105,6 +112,7 @@ class _Zygote:
             command = [*isolation.command(course, kata, self.inbox, placeholder=placeholder,
                                           warm_info_fd=info_write), *command, "--sandboxed"]
             env = isolation.environment(env)
+        command += warm_imports
         try:
             self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
                                             cwd=course.root, start_new_session=True, pass_fds=passed)
@@ -139,6 +147,10 @@ class _Zygote:
             problem = answer[0].get("problem") if answer else f"not ready within {READY_WAIT_S} s"
             raise PoolError(f"the sandboxed grading zygote cannot grade: {problem}")
         return pid
+
+    @property
+    def kind(self) -> Kind:
+        return self.kata, self.warm_imports
 
     def usable(self) -> bool:
         return not self.dead and self.process.poll() is None
@@ -208,14 +220,15 @@ class Pool:
         self.broken: str | None = None  # why its zygotes cannot start here, once one could not
         if not sandboxed:
             for _ in range(self.size):
-                self._idle.append(self._start(None))
+                self._idle.append(self._start((None, ())))
 
-    def _start(self, kata: Kata | None, *, reserved: bool = False) -> _Zygote:
+    def _start(self, kind: Kind, *, reserved: bool = False) -> _Zygote:
         """A new zygote; `reserved`: the caller counted it in `_starting` already."""
+        kata, warm_imports = kind
         with self._changed:
             self._starting += not reserved
         try:
-            zygote = _Zygote(self.course, self.env, kata)
+            zygote = _Zygote(self.course, self.env, kata, warm_imports)
         except PoolError as exc:  # a sandboxed zygote that cannot grade here: no use trying again
             self.broken = str(exc)
             raise
@@ -227,12 +240,12 @@ class Pool:
             self._zygotes.append(zygote)
         return zygote
 
-    def _take(self, kata: Kata | None) -> _Zygote:
-        """An idle zygote for `kata`'s units: one already there, a new one while there are fewer than
-        `size`, or a new one in place of the least recently used idle one of another kata."""
+    def _take(self, kind: Kind) -> _Zygote:
+        """An idle zygote of this kind: one already there, a new one while there are fewer than `size`, or a
+        new one in place of the least recently used idle one of another kind."""
         with self._changed:
             while True:
-                match = next((z for z in self._idle if z.kata == kata), None)
+                match = next((z for z in self._idle if z.kind == kind), None)
                 if match is not None:
                     self._idle.remove(match)
                     return match
@@ -245,19 +258,19 @@ class Pool:
             self._starting += 1
         if retired is not None:
             retired.close()
-        return self._start(kata, reserved=True)
+        return self._start(kind, reserved=True)
 
     def spawn(self, argv: list[str], *, env: dict[str, str], fds: list[int], log: int, kata: Kata | None = None,
               submission: Path | None = None, group: cgroup.UnitGroup | None = None) -> Unit:
         """A unit running `kata.grading.child` with `argv` and `env` in the course's folder, holding `fds`
-        (named in `argv` by these numbers) and writing its stdout and stderr to `log`. A sandboxed pool
-        also needs the unit's `kata`, the student's file (`submission`, seen as /submission/NAME) and the
-        unit's memory cgroup (`group`)."""
+        (named in `argv` by these numbers) and writing its stdout and stderr to `log`, forked from a zygote
+        that imported the `kata`'s `warm_imports`. A sandboxed pool also needs the student's file
+        (`submission`, seen as /submission/NAME) and the unit's memory cgroup (`group`)."""
         if self.sandboxed and (kata is None or submission is None or group is None):
             raise ValueError("a sandboxed pool forks a unit for a kata, a submission and a memory cgroup")
         if self.broken is not None:
             raise PoolError(self.broken)
-        zygote = self._take(kata if self.sandboxed else None)
+        zygote = self._take((kata if self.sandboxed else None, kata.warm_imports if kata else ()))
         try:
             for _ in range(2):  # a zygote may die between units (killed, say): one fresh try
                 if not zygote.usable():
@@ -284,7 +297,7 @@ class Pool:
         with contextlib.suppress(OSError):
             zygote.process.kill()
         zygote.close()
-        return self._start(zygote.kata)
+        return self._start(zygote.kind)
 
     def _give_back(self, zygote: _Zygote) -> None:
         """The zygote is idle again (its inbox emptied: no student's file outlives the unit)."""

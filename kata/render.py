@@ -662,9 +662,10 @@ def new_kata(console: Console, kata_id: str, written: list[Path]) -> None:
                   "and a row in the README's table of katas.")
 
 
-def verifying(console: Console, kata: Kata):
-    """The spinner while `kata verify` proves one kata (a context manager)."""
-    return console.status(f"verifying {kata.id} {kata.title}…")
+def verifying(console: Console, katas: list[Kata]):
+    """The spinner while `kata verify` proves the katas (a context manager)."""
+    what = f"{katas[0].id} {katas[0].title}" if len(katas) == 1 else f"{len(katas)} katas"
+    return console.status(f"verifying {what}…")
 
 
 def verified(console: Console, kata: Kata, report) -> None:

@@ -27,13 +27,13 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from kata.course import Course, Kata
-from kata.pool import Pool, open_pool
+from kata.pool import open_pool
 from kata.runner import NOT_IMPLEMENTED, PASSED, KataResult, run_kata
 from kata.scaffold import TODO, todos
 from kata.stubs import StubError, count_regions, derive_stub
@@ -164,16 +164,25 @@ def _judge_mistake(result: KataResult, name: str, expected: str, also: set[str])
                diagnoses=found, named=named, false_diagnoses=false)
 
 
-def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, ...] = SEEDS,
-                pool: Pool | None = None) -> KataReport:
-    """`jobs` grading runs at a time, forked from `pool`'s zygotes where one is given, else started cold."""
-    report = KataReport(kata.id, kata.title)
+@dataclass
+class _Plan:
+    """A kata's report so far (its static problems) and the grading runs that will finish it."""
+
+    kata: Kata
+    report: KataReport
+    tasks: list[tuple[Path, Callable[[KataResult], Run], int]] = field(default_factory=list)  # (file, judge, seed)
+
+
+def _plan(kata: Kata, course: Course, tmp: Path, seeds: tuple[int, ...]) -> _Plan:
+    """Check a kata's files, and write the files its runs grade into `tmp`."""
+    plan = _Plan(kata, KataReport(kata.id, kata.title))
+    report = plan.report
     solution = kata.solution.read_text(encoding="utf-8")
     try:
         stub = derive_stub(solution, filename=str(kata.solution))
     except StubError as exc:
         report.problems.append(str(exc))
-        return report
+        return plan
     if count_regions(solution) == 0:
         report.problems.append(f"{kata.solution}: no ### BEGIN SOLUTION region: the stub would be the solution")
     if kata.exercise.read_text(encoding="utf-8") != stub:
@@ -190,36 +199,35 @@ def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, 
         report.problems.append(f"{kata.alternatives_dir}: {len(alternatives)} alternatives, want at least "
                                f"{MIN_ALTERNATIVES}")
 
-    with tempfile.TemporaryDirectory(prefix=f"kata-verify-{kata.id}-") as tmp:
-        tasks: list[tuple[Path, Callable[[KataResult], Run], int]] = []
-        tasks += [(kata.solution, lambda r, s=seed: _judge_reference(r, s), seed) for seed in seeds]
-        stub_file = Path(tmp) / "exercise.py"
-        stub_file.write_text(stub, encoding="utf-8")
-        tasks.append((stub_file, _judge_stub, 0))
-        for path in mistakes:
-            source = path.read_text(encoding="utf-8")
-            expected = mistake_expectation(source)
-            if expected is None:
-                report.problems.append(f"{path}: no '# expect: <diagnosis or outcome>' line")
-                continue
-            combined = Path(tmp) / f"mistake_{path.stem}.py"
-            combined.write_text(with_mistake(solution, source, path.name), encoding="utf-8")
-            judge = partial(_judge_mistake, name=path.name, expected=expected, also=also_expected(source))
-            tasks.append((combined, judge, 0))
-        for path in alternatives:
-            combined = Path(tmp) / f"alternative_{path.stem}.py"
-            combined.write_text(with_mistake(solution, path.read_text(encoding="utf-8"), path.name, "alternative"),
-                                encoding="utf-8")
-            tasks.append((combined, partial(_judge_alternative, name=path.name), 0))
+    tmp.mkdir()
+    plan.tasks += [(kata.solution, lambda r, s=seed: _judge_reference(r, s), seed) for seed in seeds]
+    stub_file = tmp / "exercise.py"
+    stub_file.write_text(stub, encoding="utf-8")
+    plan.tasks.append((stub_file, _judge_stub, 0))
+    for path in mistakes:
+        source = path.read_text(encoding="utf-8")
+        expected = mistake_expectation(source)
+        if expected is None:
+            report.problems.append(f"{path}: no '# expect: <diagnosis or outcome>' line")
+            continue
+        combined = tmp / f"mistake_{path.stem}.py"
+        combined.write_text(with_mistake(solution, source, path.name), encoding="utf-8")
+        judge = partial(_judge_mistake, name=path.name, expected=expected, also=also_expected(source))
+        plan.tasks.append((combined, judge, 0))
+    for path in alternatives:
+        combined = tmp / f"alternative_{path.stem}.py"
+        combined.write_text(with_mistake(solution, path.read_text(encoding="utf-8"), path.name, "alternative"),
+                            encoding="utf-8")
+        plan.tasks.append((combined, partial(_judge_alternative, name=path.name), 0))
+    return plan
 
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
-            futures = [threads.submit(run_kata, course, kata, file, seed=seed, devices="all", pool=pool)
-                       for file, _, seed in tasks]
-            for (_, judge, _), future in zip(tasks, futures, strict=True):
-                result = future.result()
-                report.runs.append(judge(result))
-                report.diagnoses = sorted(set(report.diagnoses) | set(result.known_diagnoses))
 
+def _conclude(plan: _Plan, results: list[KataResult]) -> KataReport:
+    """Judge each run of the plan (`results` in the order of its tasks) and say what is wrong."""
+    report, kata = plan.report, plan.kata
+    for (_, judge, _), result in zip(plan.tasks, results, strict=True):
+        report.runs.append(judge(result))
+        report.diagnoses = sorted(set(report.diagnoses) | set(result.known_diagnoses))
     if report.uncovered:
         report.problems.append(f"no planted mistake is written for (and named by) the diagnoses "
                                f"{', '.join(report.uncovered)}: each diagnosis must be shown to fire as meant")
@@ -233,13 +241,42 @@ def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, 
 
 
 def verify_course(course: Course, katas: list[Kata] | None = None, *, jobs: int = 2,
-                  on_report: Callable[[KataReport], None] | None = None) -> list[KataReport]:
-    """Every kata (or `katas`), through one warm pool of `jobs` zygotes (`kata.pool`; none with KATA_POOL=0)."""
-    reports = []
-    with open_pool(course, jobs) as pool:
-        for kata in katas or course.katas:
-            report = verify_kata(course, kata, jobs=jobs, pool=pool)
-            reports.append(report)
-            if on_report:
-                on_report(report)
-    return reports
+                  seeds: tuple[int, ...] = SEEDS, on_report: Callable[[KataReport], None] | None = None,
+                  ) -> list[KataReport]:
+    """Every kata (or `katas`), their reports in that order: all their runs through one queue, `jobs` at a
+    time, forked from one warm pool of zygotes (`kata.pool`; none with KATA_POOL=0, and every run starts
+    cold). `on_report` is given each kata's report as soon as its last run is judged.
+
+    One queue for the whole course, not kata after kata: no job waits for a kata's last run before the
+    next kata starts. The katas with the longest time budget go first (the capstone, whose runs train a
+    Transformer), so that the short runs of the others fill both jobs to the end."""
+    katas = list(katas or course.katas)
+    with tempfile.TemporaryDirectory(prefix="kata-verify-") as tmp, open_pool(course, jobs) as pool, \
+            ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
+        plans = [_plan(kata, course, Path(tmp) / kata.id, seeds) for kata in katas]
+        futures: dict[int, list[Future[KataResult]]] = {}
+        for plan in sorted(plans, key=lambda p: -p.kata.time_budget_s):  # stable: course order among equals
+            futures[id(plan)] = [threads.submit(run_kata, course, plan.kata, file, seed=seed, devices="all",
+                                                pool=pool) for file, _, seed in plan.tasks]
+        waiting = list(plans)
+
+        def conclude_finished() -> None:
+            for plan in [p for p in waiting if all(f.done() for f in futures[id(p)])]:
+                waiting.remove(plan)
+                _conclude(plan, [f.result() for f in futures[id(plan)]])  # a run that raised ends it all here
+                if on_report:
+                    on_report(plan.report)
+
+        try:
+            conclude_finished()  # a kata with no runs (its stub could not be derived)
+            for _ in as_completed([f for fs in futures.values() for f in fs]):
+                conclude_finished()
+        except BaseException:  # Ctrl-C, a run that raised: the queued runs never start, the pool ends the others
+            threads.shutdown(wait=False, cancel_futures=True)
+            raise
+    return [plan.report for plan in plans]
+
+
+def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, ...] = SEEDS) -> KataReport:
+    """One kata: `verify_course` of it alone."""
+    return verify_course(course, [kata], jobs=jobs, seeds=seeds)[0]

@@ -168,3 +168,10 @@ def test_the_readme_lists_the_katas_of_course_toml():
     assert [(row[0], row[1]) for row in rows] == [(k.id, k.slug) for k in course.katas]
     first, others = re.search(r"`kata viz ([\d.]+)`\s+\(and ([^)]*)\)", readme).groups()
     assert sorted([first, *others.split(", ")]) == sorted(k.id for k in course.with_pictures)
+
+
+def test_warm_imports_are_torch_modules(course, course_root):
+    assert course.find("9.10").warm_imports == ("torch._dynamo",) and course.find("9.1").warm_imports == ()
+    edit_toml(course_root, 'time_budget_s = 30', 'time_budget_s = 30\nwarm_imports = ["numpy"]')
+    found = problems(course_root)
+    assert any("kata 9.1: field 'warm_imports': must be a list of dotted torch module names" in p for p in found)

@@ -1,12 +1,15 @@
-"""A warm grading process: `python -m kata.grading.zygote FD`, started by `kata.pool`, never by hand.
+"""A warm grading process: `python -m kata.grading.zygote FD [--sandboxed] [MODULE ...]`, started by `kata.pool`.
 
 Most of a grading unit's cost is starting Python and `import torch`. A zygote pays it once: it imports
-torch, pytest, hypothesis and the grading modules (`kata.grading.child`, `kata.grading.plugin`), then
-forks one fresh process per unit. It never imports a grader, a reference solution or a student's file,
-never holds a run's key, and runs no tensor operation, so each unit starts from the state a cold child
-(`python -m kata.grading.child`) reaches after the same imports, and goes on exactly as a cold child
-does: `kata.grading.child.main` with the same arguments reads the key from its pipe, applies the memory
-limit, has the plugin install the sandbox, seals, grades, and the unit exits. A unit is used once.
+torch, pytest, hypothesis and the grading modules (`kata.grading.child`, `kata.grading.plugin`), and the
+torch MODULEs its kata's graders import while loading (a kata's `warm_imports`: torch._dynamo, about 2 s,
+for the katas whose graders build an optimiser or a meta-device triangle), then forks one fresh process
+per unit. It never imports a grader, a reference solution or a student's file, never holds a run's key,
+and runs no tensor operation, so each unit starts from the state a cold child (`python -m
+kata.grading.child`) reaches after the same imports (torch's modules sealed with the rest, as a cold
+child's graders leave them), and goes on exactly as a cold child does: `kata.grading.child.main` with
+the same arguments reads the key from its pipe, applies the memory limit, has the plugin install the
+sandbox, seals, grades, and the unit exits. A unit is used once.
 
 Threads: a fork copies only the calling thread, so the zygote starts none. After its imports the only
 other thread can be OpenBLAS's (numpy's, sized by OPENBLAS_NUM_THREADS), which OpenBLAS itself stops
@@ -100,14 +103,22 @@ def renumber(argv: list[str], numbers: dict[int, int]) -> list[str]:
     return [swap(arg) for arg in argv]
 
 
-def _preload() -> None:
+def _preload(warm_imports: list[str]) -> None:
     """What every unit needs before the key, the graders or the student's file exist (kata.toolkit is
-    left to the graders: `kata.toolkit.properties` reads the run's seed when imported)."""
+    left to the graders: `kata.toolkit.properties` reads the run's seed when imported), and the torch
+    modules its kata's graders would import while loading (`warm_imports` in course.toml)."""
+    import importlib
+
     import hypothesis  # noqa: F401
     import pytest  # noqa: F401
     import torch  # noqa: F401
 
     from kata.grading import child, plugin  # noqa: F401
+
+    for name in warm_imports:
+        if name.split(".")[0] != "torch":  # torch's own code only: never a grader's, a solution's, a student's
+            raise ValueError(f"a zygote imports torch modules only, not {name!r}")
+        importlib.import_module(name)
 
 
 def _open_descriptors() -> set[int]:
@@ -252,8 +263,8 @@ def trial() -> str:
 
 def main() -> None:
     channel = Channel(socket.socket(fileno=int(sys.argv[1])))
-    sandboxed = "--sandboxed" in sys.argv[2:]
-    _preload()
+    sandboxed = sys.argv[2:3] == ["--sandboxed"]
+    _preload(sys.argv[3:] if sandboxed else sys.argv[2:])
     if sandboxed:
         from kata.grading import contain
 
