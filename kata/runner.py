@@ -290,7 +290,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
             try:
                 run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory, graders=None,
                            on_event=on_event, memory_group=group, pool=pool, submission=path)
-            except PoolError:  # no zygote can grade here (`pool.broken` says why): this unit, and the next, cold
+            except PoolError:  # this unit starts cold (and so do the next where no zygote can start: `pool.broken`)
                 warm = False
         if not warm:
             copy = Path(private) / "submission" / path.name
