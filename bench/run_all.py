@@ -3,15 +3,18 @@
 1. bench/check_latency.py      `kata check 9.1` against `python -c "import torch"` (median of 7, ratio)
 2. bench/verify_course.py      `kata verify` of the whole course against one `kata check` of each kata
 3. bench/capstone.py           the 9.10 capstone: time to 0.95 accuracy, reference against torch's layers
-4. bench/grade_vs_nbgrader.py  `kata grade --jobs 1/2` against `nbgrader autograde`, 20 students
-5. bench/grade_cost.py         CPU seconds per unit of `kata grade` against `import torch`; a class's CPU-hours
+4. bench/grade_vs_nbgrader.py  `kata grade --jobs 1/2`, warm pool and cold, against `nbgrader autograde`
+5. bench/grade_cost.py         CPU seconds per unit of `kata grade`, warm pool and cold, against `import torch`;
+                               a class's CPU-hours
 6. bench/capstone_tasks.py     the capstone tasks side by side (copy, the baseline; reverse), with and
                                without a planted padding-mask mistake
-7. bench/isolation.py          a graded unit in the bubblewrap sandbox against the same without it
+7. bench/isolation.py          a graded unit in the bubblewrap sandbox against the same without it, and
+                               forked from `kata grade`'s warm pool
 8. bench/pool.py               a graded unit and `kata verify 9.1 9.2`, forked from the warm pool against cold
 9. bench/watch.py              `kata watch`: a save's verdict, the next process ready, CPU per save; pool against cold
 
-    python bench/run_all.py          (764 s on a 2-core machine for 1-4, 2026-11-24)
+    python bench/run_all.py          (764 s on a 2-core machine for 1-4, 2026-11-24, before 4 measured
+                                      warm and cold)
 
 Each script takes its own options when run alone (`--help`).
 """
