@@ -204,8 +204,8 @@ class _Zygote:
 
 class Pool:
     """At most `size` zygotes of one course; `spawn` forks a unit from an idle one (waiting for one if all
-    are busy) and replaces a zygote that died. Unsandboxed, the `size` zygotes start at once; sandboxed,
-    each starts when a unit of its kata first needs it."""
+    are busy) and replaces a zygote that died. Unsandboxed, `size` plain zygotes start at once; any
+    other (sandboxed, or of a kata's `warm_imports`) starts when a unit first needs it."""
 
     def __init__(self, course: Course, size: int, *, sandboxed: bool = False):
         from kata.runner import grading_env  # the runner uses this module: imported when needed
