@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         solution = Path(tmp) / "9.1-softmax.py"
         solution.write_bytes(kata.solution.read_bytes())
         times: dict[str, list[float]] = {label: [] for label in modes}
+        checks: dict[str, list[float]] = {label: [] for label in modes}  # the checks' own seconds in the unit
         for round_ in range(args.rounds + 1):  # round 0 warms the file cache for every mode
             for label, (isolate, memory, warm) in modes.items():
                 with mock.patch.object(cgroup, "probe", lambda memory=memory: memory):
@@ -58,12 +59,14 @@ def main(argv: list[str] | None = None) -> None:
                     result = runner.run_kata(course, kata, solution, isolate=isolate, pool=pool if warm else None)
                     if round_:
                         times[label].append(time.perf_counter() - started)
+                        checks[label].append(sum(check.seconds for check in result.checks))
                 assert result.passed, (label, result.outcome, result.message)
-    print(f"{'grading of kata 9.1 (reference)':<52}{'median s':>10}{'min s':>8}{'max s':>8}   "
-          f"(n={args.rounds}, interleaved)")
+    print(f"{'grading of kata 9.1 (reference)':<52}{'median s':>10}{'min s':>8}{'max s':>8}{'checks s':>10}   "
+          f"(n={args.rounds}, interleaved; checks: their own time, median)")
     medians = {label: statistics.median(runs) for label, runs in times.items()}
     for label, runs in times.items():
-        print(f"{label:<52}{medians[label]:>10.2f}{min(runs):>8.2f}{max(runs):>8.2f}")
+        print(f"{label:<52}{medians[label]:>10.2f}{min(runs):>8.2f}{max(runs):>8.2f}"
+              f"{statistics.median(checks[label]):>10.2f}")
     plain = next(iter(medians.values()))
     for label, median in list(medians.items())[1:]:
         print(f"{label}: {median - plain:+.2f} s per unit against the first (ratio of medians {median / plain:.2f})")
