@@ -104,13 +104,9 @@ class _Zygote:
         if kata is not None:
             self._folder = tempfile.TemporaryDirectory(prefix="kata-zygote-")
             self.inbox = Path(self._folder.name) / "submission"
-            self.inbox.mkdir()
-            placeholder = Path(self._folder.name) / "placeholder"
-            placeholder.touch()
             info_read, info_write = os.pipe()
             passed.append(info_write)
-            command = [*isolation.command(course, kata, self.inbox, placeholder=placeholder,
-                                          warm_info_fd=info_write), *command, "--sandboxed"]
+            command = [*_warm_sandbox(course, kata, Path(self._folder.name), info_write), *command, "--sandboxed"]
             env = isolation.environment(env)
         command += warm_imports
         try:
@@ -340,6 +336,15 @@ class Pool:
         self.close()
 
 
+def _warm_sandbox(course: Course, kata: Kata, folder: Path, info_write: int) -> list[str]:
+    """The bwrap command line of a zygote's sandbox for `kata`, in `folder`: its inbox (`submission`,
+    seen as /submission) and the placeholder for the files it may not see are made there."""
+    (folder / "submission").mkdir()
+    (folder / "placeholder").touch()
+    return isolation.command(course, kata, folder / "submission", placeholder=folder / "placeholder",
+                             warm_info_fd=info_write)
+
+
 def sandboxed_problem(course: Course) -> str:
     """Why `kata grade` cannot use a warm pool here ("" if it can): no pool, no memory cgroup per unit, or
     a unit forked in a zygote's sandbox cannot build its walls (a trial, for `kata doctor`)."""
@@ -351,12 +356,9 @@ def sandboxed_problem(course: Course) -> str:
         return "no sandbox (see above)"
     trial = "from kata.grading import zygote; print(zygote.trial() or 'ok')"
     with tempfile.TemporaryDirectory(prefix="kata-doctor-") as folder:
-        placeholder = Path(folder) / "placeholder"
-        placeholder.touch()
         info_read, info_write = os.pipe()
         try:
-            command = isolation.command(course, course.katas[0], Path(folder), placeholder=placeholder,
-                                        warm_info_fd=info_write)
+            command = _warm_sandbox(course, course.katas[0], Path(folder), info_write)
             done = subprocess.run([*command, sys.executable, "-c", trial], capture_output=True, text=True,
                                   timeout=60, pass_fds=(info_write,), cwd=course.root,
                                   env=isolation.environment(os.environ.copy()))

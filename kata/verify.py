@@ -171,6 +171,7 @@ class _Plan:
     kata: Kata
     report: KataReport
     tasks: list[tuple[Path, Callable[[KataResult], Run], int]] = field(default_factory=list)  # (file, judge, seed)
+    futures: list[Future[KataResult]] = field(default_factory=list)  # its runs, once queued, in the tasks' order
 
 
 def _plan(kata: Kata, course: Course, tmp: Path, seeds: tuple[int, ...]) -> _Plan:
@@ -254,22 +255,21 @@ def verify_course(course: Course, katas: list[Kata] | None = None, *, jobs: int 
     with tempfile.TemporaryDirectory(prefix="kata-verify-") as tmp, open_pool(course, jobs) as pool, \
             ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
         plans = [_plan(kata, course, Path(tmp) / kata.id, seeds) for kata in katas]
-        futures: dict[int, list[Future[KataResult]]] = {}
         for plan in sorted(plans, key=lambda p: -p.kata.time_budget_s):  # stable: course order among equals
-            futures[id(plan)] = [threads.submit(run_kata, course, plan.kata, file, seed=seed, devices="all",
-                                                pool=pool) for file, _, seed in plan.tasks]
+            plan.futures = [threads.submit(run_kata, course, plan.kata, file, seed=seed, devices="all", pool=pool)
+                            for file, _, seed in plan.tasks]
         waiting = list(plans)
 
         def conclude_finished() -> None:
-            for plan in [p for p in waiting if all(f.done() for f in futures[id(p)])]:
+            for plan in [p for p in waiting if all(f.done() for f in p.futures)]:
                 waiting.remove(plan)
-                _conclude(plan, [f.result() for f in futures[id(plan)]])  # a run that raised ends it all here
+                _conclude(plan, [f.result() for f in plan.futures])  # a run that raised ends it all here
                 if on_report:
                     on_report(plan.report)
 
         try:
             conclude_finished()  # a kata with no runs (its stub could not be derived)
-            for _ in as_completed([f for fs in futures.values() for f in fs]):
+            for _ in as_completed([f for plan in plans for f in plan.futures]):
                 conclude_finished()
         except BaseException:  # Ctrl-C, a run that raised: the queued runs never start, the pool ends the others
             threads.shutdown(wait=False, cancel_futures=True)

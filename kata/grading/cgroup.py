@@ -200,8 +200,9 @@ class UnitGroup:
     def grading_pid(self) -> int | None:
         """The pid, as this process sees it, of the process that grades: PID 2 of the deepest PID
         namespace among the members (PID 1 is that namespace's init: bwrap's, or a warm unit's own)."""
-        deepest = max((len(pids) for pids in self._members()), default=0)
-        return next((pids[0] for pids in self._members() if len(pids) == deepest > 1 and pids[-1] == 2), None)
+        members = self._members()
+        deepest = max((len(pids) for pids in members), default=0)
+        return next((pids[0] for pids in members if len(pids) == deepest > 1 and pids[-1] == 2), None)
 
     def _members(self) -> list[list[int]]:
         """Each member's pid in every PID namespace from this process's down to its own (NSpid)."""
