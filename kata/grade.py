@@ -217,7 +217,8 @@ def _read_regular(path: Path) -> bytes:
 
 
 def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprint: str | None = None,
-               cancel: threading.Event | None = None, isolate: bool = True, pool: Pool | None = None) -> KataGrade:
+               cancel: threading.Event | None = None, isolate: bool = True, pool: Pool | None = None,
+               runs_at_once: int = 1) -> KataGrade:
     """Grade one kata of one student, in a child process with the kata's limits, on a private copy of the
     student's file (a hard link is read as a copy; a symbolic link is never followed: 0 points). With
     `isolate` the child runs in the operating-system sandbox (`kata.grading.isolation`), forked from a
@@ -256,7 +257,8 @@ def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprin
     with tempfile.TemporaryDirectory(prefix="kata-submission-") as private:
         copy = Path(private) / path.name
         copy.write_bytes(content)
-        result = runner.run_kata(course, kata, copy, cancel=cancel, isolate=isolate, pool=pool)
+        result = runner.run_kata(course, kata, copy, cancel=cancel, isolate=isolate, pool=pool,
+                                 runs_at_once=runs_at_once)
     where = [f"{relative}:{f.line}" if Path(f.file) == copy else f"{f.file}:{f.line}" for f in result.frames]
     counts = result.outcome != runner.TAMPERED  # a tampered run's checks do not count, in any report
     checks = [{"id": c.id, "title": c.title, "status": c.status, "points": c.points if c.passed and counts else 0.0,
@@ -544,7 +546,7 @@ def _run_units_with(course: Course, todo: list[tuple[Kata, Submission]], fingerp
     def unit(kata: Kata, submission: Submission) -> KataGrade:
         try:
             return grade_kata(course, kata, submission, fingerprint=fingerprints[kata.id], cancel=cancel,
-                              isolate=isolate, pool=warm)
+                              isolate=isolate, pool=warm, runs_at_once=jobs)
         except runner.Cancelled:
             raise
         except Exception as exc:  # the grading's own failure (no processes left, say): graded again next run

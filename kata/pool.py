@@ -206,7 +206,7 @@ class Pool:
     def __init__(self, course: Course, size: int, *, sandboxed: bool = False):
         from kata.runner import grading_env  # the runner uses this module: imported when needed
 
-        self.course, self.env, self.sandboxed = course, grading_env(course), sandboxed
+        self.course, self.env, self.sandboxed = course, grading_env(course, size), sandboxed
         self.size = max(1, size)
         self._changed = threading.Condition()
         self._idle: list[_Zygote] = []  # the least recently used first

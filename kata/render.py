@@ -730,6 +730,20 @@ def verify_report(console: Console, reports: list, seconds: float) -> None:
     n_ok = sum(r.ok for r, _ in reports)
     style = "green" if n_ok == len(reports) else "red"
     console.print(f"[{style} bold]{n_ok} of {len(reports)} katas sound[/] · {seconds:.0f} s")
+    verify_cuda(console, [report for report, _ in reports])
+
+
+def verify_cuda(console: Console, reports: list) -> None:
+    """Whether the passing runs were graded on a GPU too: never left for the reader to assume."""
+    unverified = [r.kata for r in reports if r.runs and not r.cuda_verified]
+    gpus = sorted({gpu for r in reports for gpu in r.cuda_devices})
+    if not unverified and gpus:
+        console.print(f"CUDA verified on {', '.join(gpus)}: every reference and alternative passed on cpu and cuda.")
+    elif unverified:
+        where = "every kata" if len(unverified) == len([r for r in reports if r.runs]) else ", ".join(unverified)
+        reason = "no GPU visible to torch" if not gpus else f"not every run of {where} was graded on {gpus[0]}"
+        console.print(f"[yellow]CUDA not verified[/] ({reason}): the passing runs of {where} were graded on cpu "
+                      "only.")
 
 
 class GradeProgress:

@@ -141,16 +141,18 @@ class KataResult:
         return data
 
 
-def grading_env(course: Course) -> dict[str, str]:
+def grading_env(course: Course, runs_at_once: int = 1) -> dict[str, str]:
     """The child's environment: the course located, and torch's thread pool sized so that a check does
-    not freeze the laptop. (Bytecode: the child caches the kata package's modules as any process does,
+    not freeze the laptop (half the cores), and `runs_at_once` children share the cores rather than
+    fight over them (each 8 threads on 16 cores, 12 runs at once, made a whole-course `kata verify` on a GPU
+    machine several times slower). (Bytecode: the child caches the kata package's modules as any process does,
     and turns caching off before the graders and the student's file are imported: see `kata.grading.child`.)"""
     env = dict(os.environ)
     env["KATA_COURSE"] = str(course.root)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env.pop("PYTHONSTARTUP", None)
     env.pop("PYTHONINSPECT", None)
-    threads = str(max(1, (os.cpu_count() or 2) // 2))
+    threads = str(max(1, (os.cpu_count() or 2) // max(2, runs_at_once)))
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
         env.setdefault(name, threads)
     return env
@@ -257,7 +259,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
              seed: int = 0, timeout: float | None = None, memory_mb: int | None = None,
              graders: Path | None = None, cancel: threading.Event | None = None,
              on_event: Callable[[dict], None] | None = None, isolate: bool = False,
-             pool: Pool | None = None) -> KataResult:
+             pool: Pool | None = None, runs_at_once: int = 1) -> KataResult:
     """Grade `student` (the kata's exercise by default) and return its structured result.
 
     `graders` runs the graders of another folder (an nbgrader notebook's hidden tests) instead of the
@@ -267,7 +269,8 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
     `isolate` runs the child in an operating-system sandbox (`kata.grading.isolation`; OSError where
     there is none) on a private copy of the student's file; the result names the file as given. `pool`
     forks the child from a warm zygote (`kata.pool`) instead of starting it cold: an isolated child only
-    from a sandboxed pool, where units get a memory cgroup (else it starts cold in a sandbox of its own)."""
+    from a sandboxed pool, where units get a memory cgroup (else it starts cold in a sandbox of its own).
+    `runs_at_once`: how many grading children the caller runs in parallel, to size a cold child's threads."""
     path = (student or kata.exercise).resolve() if not isolate else Path(os.path.abspath(student or kata.exercise))
     started = time.perf_counter()
     early = precheck(kata, path)
@@ -276,7 +279,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
         return early
     if not isolate:
         run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
-                   on_event=on_event, pool=pool)
+                   on_event=on_event, pool=pool, runs_at_once=runs_at_once)
         return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
     memory = kata.memory_mb if memory_mb is None else memory_mb
     place = cgroup.probe().place
@@ -302,7 +305,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
             if group is not None:
                 wrapper = [*group.enter(), *wrapper]
             run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory, graders=graders,
-                       on_event=on_event, wrapper=wrapper, memory_group=group)
+                       on_event=on_event, wrapper=wrapper, memory_group=group, runs_at_once=runs_at_once)
         result = run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
     result.file = str(path)
     for frame in result.frames + [f for c in result.checks for f in c.frames]:
@@ -318,7 +321,7 @@ class _Run:
     def __init__(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, memory_mb: int | None,
                  graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None,
                  wrapper: list[str] | None = None, memory_group: cgroup.UnitGroup | None = None,
-                 pool: Pool | None = None, submission: Path | None = None):
+                 pool: Pool | None = None, submission: Path | None = None, runs_at_once: int = 1):
         self.kata, self.path = kata, path
         self.isolated = wrapper is not None or submission is not None  # `submission`: in a sandboxed pool
         self.memory_group = memory_group
@@ -327,18 +330,20 @@ class _Run:
         key_read, key_write = os.pipe()
         results_read, results_write = os.pipe()
         go_read, self.go = os.pipe() if wait else (None, None)
+        # Held open here for the child's life: when this process ends, killed or not, so does the child.
+        lifeline_read, self.lifeline = os.pipe()
         try:
             os.write(key_write, self.key)  # 32 bytes: far below a pipe's buffer, never blocks
         finally:
             os.close(key_write)
-        passed = [key_read, results_write] + ([go_read] if wait else [])
+        passed = [key_read, results_write, lifeline_read] + ([go_read] if wait else [])
         argv = [kata.id, str(path), f"fd:{results_write}",
                 *([f"--kata-graders={Path(graders).resolve()}"] if graders is not None else []),
-                f"--kata-key-fd={key_read}", f"--kata-memory-mb={self.memory}",
+                f"--kata-key-fd={key_read}", f"--kata-lifeline-fd={lifeline_read}", f"--kata-memory-mb={self.memory}",
                 *([f"--kata-go-fd={go_read}"] if wait else []),
                 f"--kata-devices={devices}", f"--kata-seed={seed}"]
         command = [sys.executable, "-m", "kata.grading.child", *argv]
-        env = grading_env(course)
+        env = grading_env(course, runs_at_once)
         if wrapper is not None:
             command = [*wrapper, *command]
         if self.isolated:
@@ -355,6 +360,7 @@ class _Run:
         except BaseException:
             os.close(log_read)
             os.close(results_read)
+            os.close(self.lifeline)
             if self.go is not None:
                 os.close(self.go)
             raise
@@ -385,6 +391,9 @@ class _Run:
             os.close(self.go)
             self.go = None
         _kill_group(self.child)
+        if self.lifeline is not None:
+            os.close(self.lifeline)
+            self.lifeline = None
         self.results.join(5)
         self.log.join(5)
 

@@ -6,8 +6,10 @@ every planted mistake (`graders/<kata>/mistakes/*.py`, at least three) fails and
 diagnosis it declares; every correct-but-different implementation (`graders/<kata>/alternatives/*.py`,
 at least four) passes with full marks; and no diagnosis fires where it should not: on an alternative,
 on the reference, or on a planted mistake that does not list it. Every run stays inside the kata's
-time budget. The grading child reports every diagnosis id its grader modules define; those with no
-planted mistake written for them (and named by it) are `uncovered`, a problem.
+time budget. Each run is graded on every device torch sees; the report says whether the passing runs
+(references, alternatives) were graded on CUDA too, and on which GPU, or that CUDA was not verified.
+The grading child reports every diagnosis id its grader modules define; those with no planted mistake
+written for them (and named by it) are `uncovered`, a problem.
 
 A planted mistake holds only the definitions it changes and a header naming what it must trigger:
 
@@ -60,6 +62,8 @@ class Run:
     diagnoses: list[str] = field(default_factory=list)  # every diagnosis the run's checks gave
     named: bool = False  # a mistake: its own diagnosis (or outcome) was given
     false_diagnoses: list[str] = field(default_factory=list)  # given, but not true of the code
+    devices: list[str] = field(default_factory=list)  # where its checks ran: cpu, and cuda when torch saw a GPU
+    cuda_device: str | None = None  # the GPU torch saw, if any
 
 
 @dataclass
@@ -84,6 +88,16 @@ class KataReport:
         covered = {r.expected for r in self.runs if r.kind == "mistake" and r.named}
         return [d for d in self.diagnoses if d not in covered]
 
+    @property
+    def cuda_verified(self) -> bool:
+        """Every run that must pass (references, alternatives) passed on CUDA as well as on the CPU."""
+        passing = [r for r in self.runs if r.kind in ("reference", "alternative")]
+        return bool(passing) and all("cuda" in r.devices for r in passing)
+
+    @property
+    def cuda_devices(self) -> list[str]:
+        return sorted({r.cuda_device for r in self.runs if r.cuda_device and "cuda" in r.devices})
+
     def counts(self) -> dict[str, int]:
         """Mistakes caught and named by their own diagnosis, false diagnoses, alternatives passing."""
         mistakes = [r for r in self.runs if r.kind == "mistake"]
@@ -97,6 +111,7 @@ class KataReport:
     def to_dict(self) -> dict:
         return {"kata": self.kata, "title": self.title, "ok": self.ok, "problems": self.problems,
                 "slowest_seconds": round(self.slowest, 3), **self.counts(),
+                "cuda_verified": self.cuda_verified, "cuda_devices": self.cuda_devices,
                 "diagnoses_defined": self.diagnoses, "uncovered": self.uncovered,
                 "runs": [vars(r) | {"seconds": round(r.seconds, 3)} for r in self.runs]}
 
@@ -227,7 +242,9 @@ def _conclude(plan: _Plan, results: list[KataResult]) -> KataReport:
     """Judge each run of the plan (`results` in the order of its tasks) and say what is wrong."""
     report, kata = plan.report, plan.kata
     for (_, judge, _), result in zip(plan.tasks, results, strict=True):
-        report.runs.append(judge(result))
+        run = judge(result)
+        run.devices, run.cuda_device = list(result.devices), result.cuda_device
+        report.runs.append(run)
         report.diagnoses = sorted(set(report.diagnoses) | set(result.known_diagnoses))
     if report.uncovered:
         report.problems.append(f"no planted mistake is written for (and named by) the diagnoses "
@@ -256,7 +273,8 @@ def verify_course(course: Course, katas: list[Kata] | None = None, *, jobs: int 
             ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
         plans = [_plan(kata, course, Path(tmp) / kata.id, seeds) for kata in katas]
         for plan in sorted(plans, key=lambda p: -p.kata.time_budget_s):  # stable: course order among equals
-            plan.futures = [threads.submit(run_kata, course, plan.kata, file, seed=seed, devices="all", pool=pool)
+            plan.futures = [threads.submit(run_kata, course, plan.kata, file, seed=seed, devices="all", pool=pool,
+                                          runs_at_once=jobs)
                             for file, _, seed in plan.tasks]
         waiting = list(plans)
 

@@ -5,14 +5,21 @@ Each test grades a real file for kata 9.1 through the real child process.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from kata import outcomes, runner
-from kata.grading import protocol
+from kata.grading import plugin, protocol
 from tests.conftest import CORRECT_SOFTMAX
 
 
@@ -45,6 +52,36 @@ def test_checks_carry_title_device_dtype_and_weight(course, softmax_file):
     assert check.title == "Equal to torch.softmax for every shape and dim [cpu-float64]"
     assert (check.device, check.dtype, check.weight) == ("cpu", "float64", 1.0)
     assert sum(c.points for c in result.checks) == pytest.approx(10)
+
+
+def test_cuda_checks_run_after_every_cpu_check():
+    """A device-side assert leaves CUDA unusable for the rest of the run: the CPU checks must have run first."""
+    def item(name, device=None):
+        return SimpleNamespace(name=name, callspec=SimpleNamespace(params={"device": device}) if device else None)
+
+    items = [item("a", "cuda"), item("b", "cpu"), item("c"), item("d", "cuda"), item("e", "cpu")]
+    items.sort(key=plugin._on_cuda)
+    assert [i.name for i in items] == ["b", "c", "e", "a", "d"]
+
+
+def test_a_broken_cuda_is_explained_once_then_named_in_the_checks_after(course, softmax_file):
+    """CUDA's sticky errors (a device-side assert: mostly an index out of range) are explained where they first
+    show; the checks after say they could not run, rather than repeating CUDA's text."""
+    path = softmax_file("def softmax(x, dim=-1):\n    raise RuntimeError('CUDA error: device-side assert triggered')\n")
+    errors = [c for c in grade(course, path).checks if c.status == protocol.ERROR]
+    assert len(errors) > 2
+    assert "most often an index out of range" in errors[0].message and "--device cpu" in errors[0].message
+    assert all(c.message.startswith("not run: CUDA stopped working in an earlier check") for c in errors[1:])
+
+
+def test_children_share_the_cores_with_the_runs_beside_them(course, monkeypatch):
+    """torch's threads per grading child: half the cores for one run, the cores shared among parallel runs."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert [runner.grading_env(course, n)["OMP_NUM_THREADS"] for n in (1, 2, 4, 12, 32)] == ["8", "8", "4", "1", "1"]
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's own setting wins
+    assert runner.grading_env(course, 12)["OMP_NUM_THREADS"] == "3"
 
 
 def test_stub_is_not_implemented(course):
@@ -111,6 +148,53 @@ def test_infinite_loop_times_out_naming_the_check(course, softmax_file):
     assert "ran longer than 6 s" in result.message
     assert "during check test_" in result.message
     assert result.seconds < 15
+
+
+def _open_files(pid: int) -> set[str]:
+    files = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):  # closed while we looked
+            files.add(str(fd.readlink()))
+    return files
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc to find the grading process")
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_check_never_outlives_kata(course_root, softmax_file, how):
+    """`kata check` killed (or its terminal closed) while the student's code loops forever: the grading
+    process ends with it instead of spinning on alone (only kata enforces the time budget)."""
+    # Holding its own file open says, in /proc, that the loop has begun.
+    path = softmax_file("held = open(__file__)\nwhile True:\n    pass\n", name="loops.py")
+    kata = subprocess.Popen([sys.executable, "-m", "kata", "check", "9.1", "--file", str(path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (looping := [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+                               if pid != kata.pid and _alive(pid) and str(path) in _safe(_open_files, pid)]):
+            assert time.monotonic() < deadline and kata.poll() is None, "the student's loop never began"
+            time.sleep(0.1)
+        kata.send_signal(how)
+        kata.wait(10)
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in looping):
+            assert time.monotonic() < deadline, f"the grading process {looping} outlived kata"
+            time.sleep(0.1)
+    finally:
+        kata.kill()
+
+
+def _safe(function, *args):
+    try:
+        return function(*args)
+    except OSError:  # a process that ended, or one we may not look into
+        return set()
 
 
 def test_os_exit_is_a_crash_not_a_pass(course, softmax_file):

@@ -13,8 +13,12 @@ import subprocess
 import sys
 
 import pytest
+import torch
+from rich.console import Console
 
+from kata import render
 from kata.course import load_course
+from kata.verify import KataReport, Run
 from tests.conftest import REPO
 
 
@@ -32,6 +36,8 @@ def course_report() -> dict:
 def test_every_kata_is_sound(course_report):
     report = course_report
     course = load_course(REPO)
+    cuda = torch.cuda.is_available()
+    devices = ["cpu", "cuda"] if cuda else ["cpu"]
     problems = [f"{k['kata']}: {p}" for k in report["katas"] for p in k["problems"]]
     assert report["ok"] and report["returncode"] == 0, "\n".join(problems)
     assert [k["kata"] for k in report["katas"]] == [k.id for k in course.katas]
@@ -43,6 +49,9 @@ def test_every_kata_is_sound(course_report):
         assert kata["false_diagnoses"] == 0
         assert kata["caught"] == kata["named"] == kata["mistakes"] == kinds.count("mistake")
         assert kata["alternatives_passing"] == kata["alternatives"] == kinds.count("alternative")
+        # Every run graded on every device torch sees, and the report says which: never a silent pass on CUDA.
+        assert all(run["devices"] == devices for run in kata["runs"]), kata["kata"]
+        assert kata["cuda_verified"] is cuda
     print(f"kata verify: {report['seconds']} s for {len(report['katas'])} katas")
 
 
@@ -142,3 +151,27 @@ def test_verify_reports_diagnoses_without_a_planted_mistake(course_root):
     assert {"never-planted", "only-in-a-pattern", "no-max-subtraction"} <= set(kata["uncovered"])
     assert "wrong-normaliser" not in kata["uncovered"]
     assert kata["covered"] == kata["diagnoses"] - len(kata["uncovered"])
+
+
+def _passing_runs(*devices_and_gpu: tuple[list[str], str | None]) -> list[Run]:
+    return [Run("reference", f"solution (seed {seed})", "passed", "passed", 1.0, True, devices=devices, cuda_device=gpu)
+            for seed, (devices, gpu) in enumerate(devices_and_gpu)]
+
+
+@pytest.mark.parametrize(("runs_by_kata", "said"), [
+    ({"9.1": [(["cpu"], None)], "9.2": [(["cpu"], None)]},
+     "CUDA not verified (no GPU visible to torch): the passing runs of every kata were graded on cpu only."),
+    ({"9.1": [(["cpu", "cuda"], "NVIDIA H200")], "9.2": [(["cpu", "cuda"], "NVIDIA H200")]},
+     "CUDA verified on NVIDIA H200: every reference and alternative passed on cpu and cuda."),
+    ({"9.1": [(["cpu", "cuda"], "NVIDIA H200")], "9.2": [(["cpu", "cuda"], "NVIDIA H200"), (["cpu"], None)]},
+     "CUDA not verified (not every run of 9.2 was graded on NVIDIA H200): the passing runs of 9.2 were graded on "
+     "cpu only."),
+])
+def test_verify_says_whether_cuda_was_verified(runs_by_kata, said):
+    """The last line of `kata verify` says on which GPU the passing runs passed, or that CUDA was not verified."""
+    reports = [KataReport(kata, kata, runs=_passing_runs(*runs)) for kata, runs in runs_by_kata.items()]
+    console = Console(width=200, highlight=False)
+    with console.capture() as captured:
+        render.verify_cuda(console, reports)
+    assert captured.get().strip() == said
+    assert reports[-1].cuda_verified is said.startswith("CUDA verified")

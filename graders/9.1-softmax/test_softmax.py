@@ -179,9 +179,15 @@ def test_keeps_dtype_and_device(student, device, dtype):
     check_output_like(student.softmax(x, dim=-1), x, "softmax")
 
 
+# A correct softmax computing in the input's dtype rounds some exponent as large as the logits (x - max, or the
+# log-sum-exp, up to max|x| + log 32), so each probability may be off by a relative eps·max|x|: found on an H200,
+# where torch.softmax's own tolerance failed the reference (seed 2, bf16) and the logsumexp alternative (6% off).
+# Over 200 seeds (CPU half kernels) the worst of the reference and alternatives was 0.34 of this rtol.
 @pytest.mark.dtypes(cpu=(), cuda=(torch.float16, torch.bfloat16))
 def test_half_precision_forward(student, device, dtype):
-    """Half-precision forward matches torch.softmax"""
+    """Half-precision forward matches softmax computed in float32"""
     x = torch.randn(4, 16, 32, device=device, dtype=dtype) * 8
-    assert_close(student.softmax(x, dim=-1), torch.softmax(x, dim=-1), what="torch.softmax",
-                 context=f"x {describe(x)}", mistakes=mistakes_for(x, -1))
+    rtol = torch.finfo(dtype).eps * (x.abs().amax().item() + 4)
+    assert_close(student.softmax(x, dim=-1), torch.softmax(x.float(), dim=-1).to(dtype),
+                 what="torch.softmax computed in float32", context=f"x {describe(x)}", rtol=rtol,
+                 mistakes=mistakes_for(x, -1))

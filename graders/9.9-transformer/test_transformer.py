@@ -705,7 +705,8 @@ def test_half_precision_forward(student, device, dtype):
         candidates = truth.mistakes(src, tgt, src_mask, tgt_mask)
         found = {m: (lambda v=v: v().detach().to(dtype)) for m, v in candidates.items()}
         context = f"{'pre' if norm_first else 'post'}-norm, tied, {dtype} on {device}"
-        out = logits_of(model.to(dtype), src, tgt, src_mask, tgt_mask, context)
+        # Copies of the masks: a model that changes them in place must not change the truth's diagnoses.
+        out = logits_of(model.to(dtype), src, tgt, src_mask.clone(), tgt_mask.clone(), context)
         rtol, atol = HALF_TOLERANCES[dtype]
         assert_close(out, expected.to(dtype), name="logits", what="PyTorch's pieces in float32", context=context,
                      rtol=rtol, atol=atol, mistakes=found)

@@ -6,15 +6,19 @@ path, or `fd:N`, a pipe the parent reads.
 `--kata-graders=DIR` (first of the extra arguments) runs the graders in DIR instead of the kata's own
 `graders/<id>-<slug>/`: an nbgrader notebook carries its graders in its hidden tests.
 
-Before anything else (torch, pytest, the course), it reads the run's key from `--kata-key-fd=N` and
-closes that pipe, and applies the memory limit (`--kata-memory-mb=N`); the plugin then installs the
-sandbox (`kata.grading.sandbox`), which from then on holds the key and writes every result, signed.
+Before anything else (torch, pytest, the course), it starts watching `--kata-lifeline-fd=N`, a pipe the
+parent holds open (the child ends with its process group when the parent is gone), reads the run's key
+from `--kata-key-fd=N` and closes that pipe, and applies the memory limit (`--kata-memory-mb=N`); the
+plugin then installs the sandbox (`kata.grading.sandbox`), which from then on holds the key and writes
+every result, signed.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 
 from kata.grading import limits, sandbox
 
@@ -56,8 +60,27 @@ def _read_key(fd: int) -> bytes:
     return b"".join(chunks)
 
 
+def _end_with_parent(fd: int) -> None:
+    """End this process's group (the student's processes with it) when the parent's end of the pipe `fd`
+    closes: when `kata` ends, killed or not, since only it enforces the time budget (an infinite loop
+    would otherwise spin on alone)."""
+
+    def watch() -> None:
+        try:
+            while os.read(fd, 1):
+                pass
+        except OSError:  # the descriptor closed under us (by the student's code): the parent still ends the run
+            return
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="kata-lifeline", daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
     kata_id, student, results, *extra = argv
+    lifeline = _take(extra, "kata-lifeline-fd")
+    if lifeline is not None:
+        _end_with_parent(int(lifeline))
     graders = extra.pop(0).removeprefix(GRADERS_OPTION) if extra and extra[0].startswith(GRADERS_OPTION) else None
     key_fd = _take(extra, "kata-key-fd")
     key = _read_key(int(key_fd)) if key_fd is not None else None

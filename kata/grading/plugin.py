@@ -68,6 +68,7 @@ class _Session:
     student_files: set[str] = field(default_factory=set)
     started: dict[str, float] = field(default_factory=dict)
     unavailable: set[str] = field(default_factory=set)  # checks only meaningful on a device not here
+    cuda_broken: bool = False  # a check hit a CUDA error that leaves the GPU unusable for the rest of the run
 
 
 _session: _Session | None = None
@@ -173,6 +174,9 @@ def pytest_collection_modifyitems(session, config, items):
     if unavailable:
         config.hook.pytest_deselected(items=unavailable)
         items[:] = [item for item in items if item not in unavailable]
+    # CUDA's checks last: a device-side assert in the student's code leaves CUDA unusable for the rest of the
+    # process (even torch.manual_seed raises), and it must not cost the CPU checks their verdicts.
+    items.sort(key=_on_cuda)
     known = _known_diagnoses(items)
     _protect(items)
     go = config.getoption("kata_go_fd")
@@ -190,6 +194,11 @@ def pytest_collection_modifyitems(session, config, items):
     if status != protocol.IMPORT_OK:
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
+
+
+def _on_cuda(item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return bool(callspec) and callspec.params.get("device") == "cuda"
 
 
 def _protect(items) -> None:
@@ -468,7 +477,25 @@ def _classify(report, call) -> tuple[str, str, tuple, list[dict]]:
         return (protocol.TAMPERED if reported else protocol.ERROR), str(exc), (), frames
     if _out_of_memory(exc):
         return protocol.MEMORY, _memory_message(_exception_text(exc)), (), frames
+    if any(error in str(exc) for error in _CUDA_STICKY_ERRORS):
+        return protocol.ERROR, _cuda_broken_message(_exception_text(exc)), (), frames
     return protocol.ERROR, _exception_text(exc), (), frames
+
+
+# CUDA errors after which the process cannot use the GPU again: every later CUDA call raises the same.
+_CUDA_STICKY_ERRORS = ("device-side assert triggered", "an illegal memory access was encountered")
+
+
+def _cuda_broken_message(detail: str) -> str:
+    first = detail.splitlines()[0] if detail else ""
+    if _session.cuda_broken:
+        return (f"not run: CUDA stopped working in an earlier check of this run ({first}); "
+                "see the first CUDA check that failed")
+    _session.cuda_broken = True
+    return (f"{first}\nA CUDA kernel failed inside your code, most often an index out of range: a token id "
+            "not below an embedding's vocabulary size, a gather or index past the end of a dimension. CUDA "
+            "reports it late (maybe in a later line than the one at fault) and cannot be used again by this "
+            "run, so the CUDA checks after this one fail too. `kata check --device cpu` shows where it happens.")
 
 
 def _out_of_memory(exc: BaseException) -> bool:

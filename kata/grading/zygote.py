@@ -53,9 +53,10 @@ import sys
 import time
 import traceback
 
-# The arguments of `kata.grading.child` that name a descriptor: the results pipe, `--kata-key-fd=`, `--kata-go-fd=`.
+# The arguments of `kata.grading.child` that name a descriptor: the results pipe, `--kata-key-fd=`,
+# `--kata-lifeline-fd=`, `--kata-go-fd=`.
 _DESCRIPTOR_ARGUMENT = re.compile(r"^(fd:|--kata-[a-z-]+-fd=)(\d+)$")
-_MAX_DESCRIPTORS = 8  # a request carries four at most
+_MAX_DESCRIPTORS = 8  # a request carries five at most (the log too)
 
 
 class Channel:
