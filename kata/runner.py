@@ -112,6 +112,7 @@ class KataResult:
     devices: list[str] = field(default_factory=list)
     cuda_available: bool | None = None
     cuda_device: str | None = None
+    cuda_checks_on_cpu: bool = False  # no GPU: the checks of CUDA's dtypes ran on the CPU instead (`kata verify`)
     torch: str | None = None
     seed: int = 0
     threads: int | None = None  # torch's intra-op threads in the grading process
@@ -259,7 +260,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
              seed: int = 0, timeout: float | None = None, memory_mb: int | None = None,
              graders: Path | None = None, cancel: threading.Event | None = None,
              on_event: Callable[[dict], None] | None = None, isolate: bool = False,
-             pool: Pool | None = None, runs_at_once: int = 1) -> KataResult:
+             pool: Pool | None = None, runs_at_once: int = 1, cuda_checks_on_cpu: bool = False) -> KataResult:
     """Grade `student` (the kata's exercise by default) and return its structured result.
 
     `graders` runs the graders of another folder (an nbgrader notebook's hidden tests) instead of the
@@ -270,7 +271,9 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
     there is none) on a private copy of the student's file; the result names the file as given. `pool`
     forks the child from a warm zygote (`kata.pool`) instead of starting it cold: an isolated child only
     from a sandboxed pool, where units get a memory cgroup (else it starts cold in a sandbox of its own).
-    `runs_at_once`: how many grading children the caller runs in parallel, to size a cold child's threads."""
+    `runs_at_once`: how many grading children the caller runs in parallel, to size a cold child's threads.
+    `cuda_checks_on_cpu`: where torch sees no GPU, the CPU runs the checks of CUDA's dtypes too (half
+    precision): for `kata verify`, never for a grade, whose checks are the same on every machine."""
     path = (student or kata.exercise).resolve() if not isolate else Path(os.path.abspath(student or kata.exercise))
     started = time.perf_counter()
     early = precheck(kata, path)
@@ -279,7 +282,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
         return early
     if not isolate:
         run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
-                   on_event=on_event, pool=pool, runs_at_once=runs_at_once)
+                   on_event=on_event, pool=pool, runs_at_once=runs_at_once, cuda_checks_on_cpu=cuda_checks_on_cpu)
         return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
     memory = kata.memory_mb if memory_mb is None else memory_mb
     place = cgroup.probe().place
@@ -321,7 +324,8 @@ class _Run:
     def __init__(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, memory_mb: int | None,
                  graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None,
                  wrapper: list[str] | None = None, memory_group: cgroup.UnitGroup | None = None,
-                 pool: Pool | None = None, submission: Path | None = None, runs_at_once: int = 1):
+                 pool: Pool | None = None, submission: Path | None = None, runs_at_once: int = 1,
+                 cuda_checks_on_cpu: bool = False):
         self.kata, self.path = kata, path
         self.isolated = wrapper is not None or submission is not None  # `submission`: in a sandboxed pool
         self.memory_group = memory_group
@@ -341,7 +345,8 @@ class _Run:
                 *([f"--kata-graders={Path(graders).resolve()}"] if graders is not None else []),
                 f"--kata-key-fd={key_read}", f"--kata-lifeline-fd={lifeline_read}", f"--kata-memory-mb={self.memory}",
                 *([f"--kata-go-fd={go_read}"] if wait else []),
-                f"--kata-devices={devices}", f"--kata-seed={seed}"]
+                f"--kata-devices={devices}", f"--kata-seed={seed}",
+                *(["--kata-cuda-checks-on-cpu"] if cuda_checks_on_cpu else [])]
         command = [sys.executable, "-m", "kata.grading.child", *argv]
         env = grading_env(course, runs_at_once)
         if wrapper is not None:
@@ -531,6 +536,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
     result.devices = session.get("devices", [])
     result.cuda_available = session.get("cuda")
     result.cuda_device = session.get("cuda_device")
+    result.cuda_checks_on_cpu = bool(session.get("cuda_checks_on_cpu"))
     result.torch = session.get("torch")
     result.seed = session.get("seed", 0)
     result.threads = session.get("threads")

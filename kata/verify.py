@@ -8,6 +8,8 @@ at least four) passes with full marks; and no diagnosis fires where it should no
 on the reference, or on a planted mistake that does not list it. Every run stays inside the kata's
 time budget. Each run is graded on every device torch sees; the report says whether the passing runs
 (references, alternatives) were graded on CUDA too, and on which GPU, or that CUDA was not verified.
+Without a GPU, the CPU also runs the checks written for CUDA's dtypes (half precision, whose kernels round
+as CUDA's do): their tolerances and diagnoses are tried on every machine, though not on CUDA itself.
 The grading child reports every diagnosis id its grader modules define; those with no planted mistake
 written for them (and named by it) are `uncovered`, a problem.
 
@@ -64,6 +66,7 @@ class Run:
     false_diagnoses: list[str] = field(default_factory=list)  # given, but not true of the code
     devices: list[str] = field(default_factory=list)  # where its checks ran: cpu, and cuda when torch saw a GPU
     cuda_device: str | None = None  # the GPU torch saw, if any
+    cuda_checks_on_cpu: bool = False  # no GPU: the checks of CUDA's dtypes (half precision) ran on the CPU
 
 
 @dataclass
@@ -244,6 +247,7 @@ def _conclude(plan: _Plan, results: list[KataResult]) -> KataReport:
     for (_, judge, _), result in zip(plan.tasks, results, strict=True):
         run = judge(result)
         run.devices, run.cuda_device = list(result.devices), result.cuda_device
+        run.cuda_checks_on_cpu = result.cuda_checks_on_cpu
         report.runs.append(run)
         report.diagnoses = sorted(set(report.diagnoses) | set(result.known_diagnoses))
     if report.uncovered:
@@ -274,7 +278,7 @@ def verify_course(course: Course, katas: list[Kata] | None = None, *, jobs: int 
         plans = [_plan(kata, course, Path(tmp) / kata.id, seeds) for kata in katas]
         for plan in sorted(plans, key=lambda p: -p.kata.time_budget_s):  # stable: course order among equals
             plan.futures = [threads.submit(run_kata, course, plan.kata, file, seed=seed, devices="all", pool=pool,
-                                          runs_at_once=jobs)
+                                          runs_at_once=jobs, cuda_checks_on_cpu=True)
                             for file, _, seed in plan.tasks]
         waiting = list(plans)
 

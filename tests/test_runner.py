@@ -17,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from kata import outcomes, runner
 from kata.grading import plugin, protocol
@@ -67,11 +68,26 @@ def test_cuda_checks_run_after_every_cpu_check():
 def test_a_broken_cuda_is_explained_once_then_named_in_the_checks_after(course, softmax_file):
     """CUDA's sticky errors (a device-side assert: mostly an index out of range) are explained where they first
     show; the checks after say they could not run, rather than repeating CUDA's text."""
-    path = softmax_file("def softmax(x, dim=-1):\n    raise RuntimeError('CUDA error: device-side assert triggered')\n")
+    # The line and the text would match 9.1's error pattern for a sum without keepdim: a broken CUDA is never
+    # diagnosed by the line it surfaced in.
+    path = softmax_file("def softmax(x, dim=-1):\n    raise RuntimeError('CUDA error: device-side assert triggered; "
+                        "must match the size of tensor') if x.sum(dim) is not None else None\n")
     errors = [c for c in grade(course, path).checks if c.status == protocol.ERROR]
-    assert len(errors) > 2
+    assert len(errors) > 2 and not any(c.diagnoses for c in errors)
     assert "most often an index out of range" in errors[0].message and "--device cpu" in errors[0].message
     assert all(c.message.startswith("not run: CUDA stopped working in an earlier check") for c in errors[1:])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with a GPU its own checks run: nothing stands in for them")
+def test_the_cpu_stands_in_for_cuda_in_verify_never_in_a_grade(course):
+    """`kata verify` (cuda_checks_on_cpu) runs the half-precision checks written for CUDA on the CPU; a student's
+    check or a grade never does, so their checks and points are the same on every machine without a GPU."""
+    kata = course.find("9.1")
+    plain, stand_in = (runner.run_kata(course, kata, kata.solution, cuda_checks_on_cpu=flag) for flag in (False, True))
+    half = ["test_half_precision_forward[cpu-float16]", "test_half_precision_forward[cpu-bfloat16]"]
+    assert plain.passed and not plain.cuda_checks_on_cpu and not set(half) & {c.id for c in plain.checks}
+    assert stand_in.passed and stand_in.cuda_checks_on_cpu and set(half) <= {c.id for c in stand_in.checks}
+    assert stand_in.points == plain.points == kata.points
 
 
 def test_children_share_the_cores_with_the_runs_beside_them(course, monkeypatch):

@@ -52,6 +52,8 @@ def test_every_kata_is_sound(course_report):
         # Every run graded on every device torch sees, and the report says which: never a silent pass on CUDA.
         assert all(run["devices"] == devices for run in kata["runs"]), kata["kata"]
         assert kata["cuda_verified"] is cuda
+        # Without a GPU the CPU ran the half-precision checks written for CUDA (they found two bugs on an H200).
+        assert all(run["cuda_checks_on_cpu"] is not cuda for run in kata["runs"] if run["kind"] == "reference")
     print(f"kata verify: {report['seconds']} s for {len(report['katas'])} katas")
 
 
@@ -154,13 +156,14 @@ def test_verify_reports_diagnoses_without_a_planted_mistake(course_root):
 
 
 def _passing_runs(*devices_and_gpu: tuple[list[str], str | None]) -> list[Run]:
-    return [Run("reference", f"solution (seed {seed})", "passed", "passed", 1.0, True, devices=devices, cuda_device=gpu)
-            for seed, (devices, gpu) in enumerate(devices_and_gpu)]
+    return [Run("reference", f"solution (seed {seed})", "passed", "passed", 1.0, True, devices=devices, cuda_device=gpu,
+                cuda_checks_on_cpu=gpu is None) for seed, (devices, gpu) in enumerate(devices_and_gpu)]
 
 
 @pytest.mark.parametrize(("runs_by_kata", "said"), [
     ({"9.1": [(["cpu"], None)], "9.2": [(["cpu"], None)]},
-     "CUDA not verified (no GPU visible to torch): the passing runs of every kata were graded on cpu only."),
+     "CUDA not verified (no GPU visible to torch): the passing runs of every kata were graded on cpu only; the "
+     "half-precision checks written for CUDA ran on the CPU."),
     ({"9.1": [(["cpu", "cuda"], "NVIDIA H200")], "9.2": [(["cpu", "cuda"], "NVIDIA H200")]},
      "CUDA verified on NVIDIA H200: every reference and alternative passed on cpu and cuda."),
     ({"9.1": [(["cpu", "cuda"], "NVIDIA H200")], "9.2": [(["cpu", "cuda"], "NVIDIA H200"), (["cpu"], None)]},

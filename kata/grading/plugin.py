@@ -69,6 +69,7 @@ class _Session:
     started: dict[str, float] = field(default_factory=dict)
     unavailable: set[str] = field(default_factory=set)  # checks only meaningful on a device not here
     cuda_broken: bool = False  # a check hit a CUDA error that leaves the GPU unusable for the rest of the run
+    cuda_checks_on_cpu: bool = False  # no GPU here: the CPU also runs the dtypes written for CUDA (`kata verify`)
 
 
 _session: _Session | None = None
@@ -81,6 +82,8 @@ def pytest_addoption(parser):
     group.addoption("--kata-results", help="where to write the results, one JSON object per line")
     group.addoption("--kata-devices", default="all", choices=("cpu", "cuda", "all"),
                     help="cpu, cuda, or all (cpu plus cuda when torch sees a GPU)")
+    group.addoption("--kata-cuda-checks-on-cpu", action="store_true",
+                    help="where torch sees no GPU, run the checks of CUDA's dtypes (half precision) on the CPU too")
     group.addoption("--kata-seed", type=int, default=0, help="seed for torch and hypothesis")
     group.addoption("--kata-output-limit", type=int, default=DEFAULT_LIMIT,
                     help="characters of the student's printed output kept per check")
@@ -119,6 +122,7 @@ def pytest_configure(config):
         memory_mb=config.getoption("kata_memory_mb"),
         course_root=course.root,
         graders_dir=Path(str(config.rootpath)).resolve(),
+        cuda_checks_on_cpu=config.getoption("kata_cuda_checks_on_cpu") and not cuda,
     )
     _session.student_files.add(str(_session.student_path))
     _session.writer.write(
@@ -126,7 +130,7 @@ def pytest_configure(config):
         cuda=cuda, cuda_device=torch.cuda.get_device_name(0) if cuda else None,
         devices=list(_session.devices), requested=wanted, available=list(devices["all"]), seed=seed,
         threads=torch.get_num_threads(),
-        memory_mb=_session.memory_mb,
+        memory_mb=_session.memory_mb, cuda_checks_on_cpu=_session.cuda_checks_on_cpu,
     )
     # The reference is compiled with markers and kept out of sys.modules: the graders get it from the
     # `reference` fixture; the student's code cannot import it, find it, or run it unnoticed.
@@ -144,6 +148,9 @@ def pytest_generate_tests(metafunc):
         return
     marker = metafunc.definition.get_closest_marker("dtypes")
     per_device = {**DEFAULT_DTYPES, **(marker.kwargs if marker else {})}
+    if _session.cuda_checks_on_cpu:  # CPU half kernels round as CUDA's do: their checks' tolerances are tried
+        per_device["cpu"] = (*per_device.get("cpu", ()),
+                             *(t for t in per_device.get("cuda", ()) if t not in per_device.get("cpu", ())))
     devices = _session.devices if "device" in names else ("cpu",)
     pairs = [(d, t) for d in devices for t in per_device.get(d, ())]
     if not pairs:
@@ -423,7 +430,8 @@ def pytest_runtest_makereport(item, call):
     if call.when == "setup" and report.passed:
         return report
     status, message, mistakes, frames = _classify(report, call)
-    if status == protocol.ERROR:
+    # A broken CUDA says nothing about the line it surfaced in: no error pattern may diagnose it.
+    if status == protocol.ERROR and not _breaks_cuda(call.excinfo.value):
         code = frames[-1]["code"] if frames else ""
         mistakes = tuple(p.mistake for p in getattr(item.module, "ERROR_PATTERNS", ()) if p.matches(message, code))
     callspec = getattr(item, "callspec", None)
@@ -477,13 +485,19 @@ def _classify(report, call) -> tuple[str, str, tuple, list[dict]]:
         return (protocol.TAMPERED if reported else protocol.ERROR), str(exc), (), frames
     if _out_of_memory(exc):
         return protocol.MEMORY, _memory_message(_exception_text(exc)), (), frames
-    if any(error in str(exc) for error in _CUDA_STICKY_ERRORS):
+    if _breaks_cuda(exc):
         return protocol.ERROR, _cuda_broken_message(_exception_text(exc)), (), frames
     return protocol.ERROR, _exception_text(exc), (), frames
 
 
 # CUDA errors after which the process cannot use the GPU again: every later CUDA call raises the same.
 _CUDA_STICKY_ERRORS = ("device-side assert triggered", "an illegal memory access was encountered")
+
+
+def _breaks_cuda(exc: BaseException) -> bool:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return isinstance(exc, RuntimeError) and any(error in str(exc) for error in _CUDA_STICKY_ERRORS)
 
 
 def _cuda_broken_message(detail: str) -> str:
