@@ -145,9 +145,9 @@ class KataResult:
 def grading_env(course: Course, runs_at_once: int = 1) -> dict[str, str]:
     """The child's environment: the course located, and torch's thread pool sized so that a check does
     not freeze the laptop (half the cores), and `runs_at_once` children share the cores rather than
-    fight over them (each 8 threads on 16 cores, 12 runs at once, made a whole-course `kata verify` on a GPU
-    machine several times slower). (Bytecode: the child caches the kata package's modules as any process does,
-    and turns caching off before the graders and the student's file are imported: see `kata.grading.child`.)"""
+    fight over them (half the cores each: 96 threads for 16 cores, at `kata verify --jobs 12`). (Bytecode:
+    the child caches the kata package's modules as any process does, and turns caching off before the
+    graders and the student's file are imported: see `kata.grading.child`.)"""
     env = dict(os.environ)
     env["KATA_COURSE"] = str(course.root)
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
