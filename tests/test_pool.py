@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -90,11 +91,13 @@ def summary(result: runner.KataResult) -> dict:
 
 
 def both_ways(course, pool, kata_id: str, path, **kwargs) -> tuple[dict, dict]:
+    """The file graded cold and through the pool, at the same time (neither's result depends on the other)."""
     kata = course.find(kata_id)
     kwargs.setdefault("timeout", TIMEOUT)
-    cold = runner.run_kata(course, kata, path, **kwargs)
-    pooled = runner.run_kata(course, kata, path, pool=pool, **kwargs)
-    return summary(cold), summary(pooled)
+    with ThreadPoolExecutor(2) as threads:
+        cold = threads.submit(runner.run_kata, course, kata, path, **kwargs)
+        pooled = threads.submit(runner.run_kata, course, kata, path, pool=pool, **kwargs)
+        return summary(cold.result()), summary(pooled.result())
 
 
 def assert_pool_grades_correctly(course, pool, student_file, **how):
@@ -167,6 +170,7 @@ def test_a_harmful_unit_is_reported_as_cold_and_leaves_the_pool_sound(course, an
         pytest.skip("RLIMIT_DATA is enforced on Linux")
     pool, how = any_pool
     body, kwargs = HARMFUL[case]
+    assert_pool_grades_correctly(course, pool, student_file, **how)  # the zygote of 9.1's kind is up
     zygotes = pool.pids()
     cold, pooled = both_ways(course, pool, "9.1", student_file(body), **kwargs, **how)
     assert cold["outcome"] == EXPECTED[case], cold["message"]
