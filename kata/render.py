@@ -742,8 +742,7 @@ def verify_cuda(console: Console, reports: list) -> None:
     elif unverified:
         where = "every kata" if len(unverified) == len([r for r in reports if r.runs]) else ", ".join(unverified)
         reason = "no GPU visible to torch" if not gpus else f"not every run of {where} was graded on {gpus[0]}"
-        stand_in = all(run.cuda_checks_on_cpu for r in reports if r.kata in unverified for run in r.runs
-                       if run.kind in ("reference", "alternative"))
+        stand_in = all(run.cuda_checks_on_cpu for r in reports if r.kata in unverified for run in r.passing)
         console.print(f"[yellow]CUDA not verified[/] ({reason}): the passing runs of {where} were graded on cpu "
                       "only" + ("; the half-precision checks written for CUDA ran on the CPU." if stand_in else "."))
 

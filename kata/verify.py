@@ -92,9 +92,14 @@ class KataReport:
         return [d for d in self.diagnoses if d not in covered]
 
     @property
+    def passing(self) -> list[Run]:
+        """The runs that must pass with full marks: the references and the alternatives."""
+        return [r for r in self.runs if r.kind in ("reference", "alternative")]
+
+    @property
     def cuda_verified(self) -> bool:
-        """Every run that must pass (references, alternatives) passed on CUDA as well as on the CPU."""
-        passing = [r for r in self.runs if r.kind in ("reference", "alternative")]
+        """Every run that must pass passed on CUDA as well as on the CPU."""
+        passing = self.passing
         return bool(passing) and all("cuda" in r.devices for r in passing)
 
     @property

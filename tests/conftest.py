@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,9 @@ def softmax(x, dim=-1):
     e = torch.exp(x - x.amax(dim=dim, keepdim=True))
     return e / e.sum(dim=dim, keepdim=True)
 '''
+
+
+def alive(pid: int) -> bool:
+    """A process that exists and is not a zombie waiting to be reaped."""
+    state = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
+    return bool(state) and not state.startswith("Z")

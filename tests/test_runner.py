@@ -21,7 +21,7 @@ import torch
 
 from kata import outcomes, runner
 from kata.grading import plugin, protocol
-from tests.conftest import CORRECT_SOFTMAX
+from tests.conftest import CORRECT_SOFTMAX, alive
 
 
 def grade(course, path, **kwargs):
@@ -167,18 +167,13 @@ def test_infinite_loop_times_out_naming_the_check(course, softmax_file):
 
 
 def _open_files(pid: int) -> set[str]:
+    """The files a process holds open (none for one that ended, or that we may not look into)."""
     files = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        with contextlib.suppress(OSError):  # closed while we looked
-            files.add(str(fd.readlink()))
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):  # closed while we looked
+                files.add(str(fd.readlink()))
     return files
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="reads /proc to find the grading process")
@@ -193,24 +188,17 @@ def test_a_check_never_outlives_kata(course_root, softmax_file, how):
     try:
         deadline = time.monotonic() + 120
         while not (looping := [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
-                               if pid != kata.pid and _alive(pid) and str(path) in _safe(_open_files, pid)]):
+                               if pid != kata.pid and str(path) in _open_files(pid) and alive(pid)]):
             assert time.monotonic() < deadline and kata.poll() is None, "the student's loop never began"
             time.sleep(0.1)
         kata.send_signal(how)
         kata.wait(10)
         deadline = time.monotonic() + 10
-        while any(_alive(pid) for pid in looping):
+        while any(alive(pid) for pid in looping):
             assert time.monotonic() < deadline, f"the grading process {looping} outlived kata"
             time.sleep(0.1)
     finally:
         kata.kill()
-
-
-def _safe(function, *args):
-    try:
-        return function(*args)
-    except OSError:  # a process that ended, or one we may not look into
-        return set()
 
 
 def test_os_exit_is_a_crash_not_a_pass(course, softmax_file):

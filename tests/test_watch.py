@@ -20,7 +20,7 @@ from kata import progress as prog
 from kata import render, runner, watch
 from kata.course import load_course
 from kata.pool import Pool
-from tests.conftest import CORRECT_SOFTMAX
+from tests.conftest import CORRECT_SOFTMAX, alive
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -445,8 +445,3 @@ def test_kata_watch_recovers_from_a_killed_zygote_and_leaves_no_process(course_r
     states = prog.Progress(course_root / ".kata-progress.json").load()
     assert states["9.1"].status == prog.PASSED and states["9.1"].attempts == 3
 
-
-def alive(pid: int) -> bool:
-    """A process that exists and is not a zombie waiting to be reaped."""
-    state = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
-    return bool(state) and not state.startswith("Z")

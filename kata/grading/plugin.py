@@ -431,7 +431,7 @@ def pytest_runtest_makereport(item, call):
         return report
     status, message, mistakes, frames = _classify(report, call)
     # A broken CUDA says nothing about the line it surfaced in: no error pattern may diagnose it.
-    if status == protocol.ERROR and not _breaks_cuda(call.excinfo.value):
+    if status == protocol.ERROR and not _breaks_cuda(_raised(call)):
         code = frames[-1]["code"] if frames else ""
         mistakes = tuple(p.mistake for p in getattr(item.module, "ERROR_PATTERNS", ()) if p.matches(message, code))
     callspec = getattr(item, "callspec", None)
@@ -467,9 +467,7 @@ def _classify(report, call) -> tuple[str, str, tuple, list[dict]]:
     if report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         return protocol.SKIPPED, reason.removeprefix("Skipped: "), (), []
-    exc = call.excinfo.value
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:  # hypothesis reports several as a group
-        exc = exc.exceptions[0]
+    exc = _raised(call)
     frames = _student_frames(exc.__traceback__)
     if isinstance(exc, ForbiddenBuiltin):
         return protocol.FORBIDDEN, str(exc), (), frames
@@ -494,9 +492,15 @@ def _classify(report, call) -> tuple[str, str, tuple, list[dict]]:
 _CUDA_STICKY_ERRORS = ("device-side assert triggered", "an illegal memory access was encountered")
 
 
-def _breaks_cuda(exc: BaseException) -> bool:
+def _raised(call) -> BaseException:
+    """What a check raised: the first of a group (hypothesis reports several as a group)."""
+    exc = call.excinfo.value
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _breaks_cuda(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and any(error in str(exc) for error in _CUDA_STICKY_ERRORS)
 
 
