@@ -200,10 +200,11 @@ class _Zygote:
 
 class Pool:
     """At most `size` zygotes of one course; `spawn` forks a unit from an idle one (waiting for one if all
-    are busy) and replaces a zygote that died. Unsandboxed, `size` plain zygotes start at once; any
-    other (sandboxed, or of a kata's `warm_imports`) starts when a unit first needs it."""
+    are busy) and replaces a zygote that died. Unsandboxed, `size` zygotes start at once, of the kind the
+    first units will want (`warm_imports`: plain by default); any other (sandboxed, or of other
+    `warm_imports`) starts when a unit first needs it."""
 
-    def __init__(self, course: Course, size: int, *, sandboxed: bool = False):
+    def __init__(self, course: Course, size: int, *, sandboxed: bool = False, warm_imports: tuple[str, ...] = ()):
         from kata.runner import grading_env  # the runner uses this module: imported when needed
 
         self.course, self.env, self.sandboxed = course, grading_env(course, size), sandboxed
@@ -216,7 +217,7 @@ class Pool:
         self.broken: str | None = None  # why its zygotes cannot start here, once one could not
         if not sandboxed:
             for _ in range(self.size):
-                self._idle.append(self._start((None, ())))
+                self._idle.append(self._start((None, tuple(warm_imports))))
 
     def _start(self, kind: Kind, *, reserved: bool = False) -> _Zygote:
         """A new zygote; `reserved`: the caller counted it in `_starting` already."""
@@ -378,11 +379,12 @@ def enabled() -> bool:
 
 
 @contextlib.contextmanager
-def open_pool(course: Course, size: int, *, sandboxed: bool = False) -> Iterator[Pool | None]:
-    """A pool of `size` zygotes for the block, closed after it; None where `enabled()` says no, or where
-    a sandboxed one is asked for and units get no memory cgroup here."""
+def open_pool(course: Course, size: int, *, sandboxed: bool = False,
+              warm_imports: tuple[str, ...] = ()) -> Iterator[Pool | None]:
+    """A pool of `size` zygotes for the block (see `Pool`), closed after it; None where `enabled()` says no, or
+    where a sandboxed one is asked for and units get no memory cgroup here."""
     if not enabled() or (sandboxed and not cgroup.probe().available):
         yield None
         return
-    with Pool(course, size, sandboxed=sandboxed) as pool:
+    with Pool(course, size, sandboxed=sandboxed, warm_imports=warm_imports) as pool:
         yield pool

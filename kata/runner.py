@@ -59,6 +59,8 @@ TAMPERED = protocol.TAMPERED  # the student's code tampered with the grading: th
 MEMORY = protocol.MEMORY  # the student's code needed more memory than the kata's limit
 DEVICE_UNAVAILABLE = "device-unavailable"  # --device named a device this machine lacks: nothing ran
 INCOMPLETE = "incomplete"  # the checks that ran passed, but not every CPU check ran: no verdict, no points
+OUTCOMES = (PASSED, FAILED, NOT_IMPLEMENTED, SYNTAX_ERROR, IMPORT_ERROR, EXCEPTION, FORBIDDEN, TIMEOUT, CRASH,
+            INTERNAL_ERROR, TAMPERED, MEMORY, DEVICE_UNAVAILABLE, INCOMPLETE)
 
 # The exit code of `kata check` for each outcome; every other outcome is EXIT_FAILED.
 _EXIT_CODES = {PASSED: EXIT_PASSED, TIMEOUT: EXIT_TIMEOUT, CRASH: EXIT_CRASH, MEMORY: EXIT_CRASH,
@@ -260,7 +262,8 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
              seed: int = 0, timeout: float | None = None, memory_mb: int | None = None,
              graders: Path | None = None, cancel: threading.Event | None = None,
              on_event: Callable[[dict], None] | None = None, isolate: bool = False,
-             pool: Pool | None = None, runs_at_once: int = 1, cuda_checks_on_cpu: bool = False) -> KataResult:
+             pool: Pool | None = None, runs_at_once: int = 1, cuda_checks_on_cpu: bool = False,
+             settle_early: bool = False) -> KataResult:
     """Grade `student` (the kata's exercise by default) and return its structured result.
 
     `graders` runs the graders of another folder (an nbgrader notebook's hidden tests) instead of the
@@ -273,7 +276,9 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
     from a sandboxed pool, where units get a memory cgroup (else it starts cold in a sandbox of its own).
     `runs_at_once`: how many grading children the caller runs in parallel, to size a cold child's threads.
     `cuda_checks_on_cpu`: where torch sees no GPU, the CPU runs the checks of CUDA's dtypes too (half
-    precision): for `kata verify`, never for a grade, whose checks are the same on every machine."""
+    precision): for `kata verify`, never for a grade, whose checks are the same on every machine.
+    `settle_early`: once a check has failed, the checks marked `verdict_only` (which name no mistake) are
+    skipped: for `kata verify`'s planted mistakes, whose verdict and diagnoses those checks cannot change."""
     path = (student or kata.exercise).resolve() if not isolate else Path(os.path.abspath(student or kata.exercise))
     started = time.perf_counter()
     early = precheck(kata, path)
@@ -282,7 +287,8 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
         return early
     if not isolate:
         run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
-                   on_event=on_event, pool=pool, runs_at_once=runs_at_once, cuda_checks_on_cpu=cuda_checks_on_cpu)
+                   on_event=on_event, pool=pool, runs_at_once=runs_at_once, cuda_checks_on_cpu=cuda_checks_on_cpu,
+                   settle_early=settle_early)
         return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
     memory = kata.memory_mb if memory_mb is None else memory_mb
     place = cgroup.probe().place
@@ -325,7 +331,7 @@ class _Run:
                  graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None,
                  wrapper: list[str] | None = None, memory_group: cgroup.UnitGroup | None = None,
                  pool: Pool | None = None, submission: Path | None = None, runs_at_once: int = 1,
-                 cuda_checks_on_cpu: bool = False):
+                 cuda_checks_on_cpu: bool = False, settle_early: bool = False):
         self.kata, self.path = kata, path
         self.isolated = wrapper is not None or submission is not None  # `submission`: in a sandboxed pool
         self.memory_group = memory_group
@@ -346,7 +352,8 @@ class _Run:
                 f"--kata-key-fd={key_read}", f"--kata-lifeline-fd={lifeline_read}", f"--kata-memory-mb={self.memory}",
                 *([f"--kata-go-fd={go_read}"] if wait else []),
                 f"--kata-devices={devices}", f"--kata-seed={seed}",
-                *(["--kata-cuda-checks-on-cpu"] if cuda_checks_on_cpu else [])]
+                *(["--kata-cuda-checks-on-cpu"] if cuda_checks_on_cpu else []),
+                *(["--kata-settle-early"] if settle_early else [])]
         command = [sys.executable, "-m", "kata.grading.child", *argv]
         env = grading_env(course, runs_at_once)
         if wrapper is not None:

@@ -8,6 +8,12 @@ at least four) passes with full marks; and no diagnosis fires where it should no
 on the reference, or on a planted mistake that does not list it. Every run stays inside the kata's
 time budget. Each run is graded on every device torch sees; the report says whether the passing runs
 (references, alternatives) were graded on CUDA too, and on which GPU, or that CUDA was not verified.
+A planted mistake that expects a diagnosis settles early: once one of its checks has failed, the checks
+marked `verdict_only` are skipped (the capstone's training, the course's slowest check). Such a check
+names no mistake (the plugin refuses a diagnosis from it), so it could change nothing verify concludes
+about a mistake already caught: that it was caught, and which diagnoses it was given. References,
+alternatives, a mistake that expects an outcome (a timeout, say: a skipped check could have been the one
+to end that way) and a mistake no earlier check caught run every check.
 Without a GPU, the CPU also runs the checks written for CUDA's dtypes (half precision, whose kernels round
 as CUDA's do): their tolerances and diagnoses are tried on every machine, though not on CUDA itself.
 The grading child reports every diagnosis id its grader modules define; those with no planted mistake
@@ -38,7 +44,7 @@ from pathlib import Path
 
 from kata.course import Course, Kata
 from kata.pool import open_pool
-from kata.runner import NOT_IMPLEMENTED, PASSED, KataResult, run_kata
+from kata.runner import NOT_IMPLEMENTED, OUTCOMES, PASSED, KataResult, run_kata
 from kata.scaffold import TODO, todos
 from kata.stubs import StubError, count_regions, derive_stub
 
@@ -188,12 +194,24 @@ def _judge_mistake(result: KataResult, name: str, expected: str, also: set[str])
 
 
 @dataclass
+class _Task:
+    """One grading run to make: the file, how to judge its result, and how to grade it."""
+
+    file: Path
+    judge: Callable[[KataResult], Run]
+    seed: int = 0
+    # A planted mistake's run: its verdict and diagnoses are settled once a check fails, so the checks that
+    # name no mistake (`verdict_only`, the capstone's training) are skipped after that.
+    settle_early: bool = False
+
+
+@dataclass
 class _Plan:
     """A kata's report so far (its static problems) and the grading runs that will finish it."""
 
     kata: Kata
     report: KataReport
-    tasks: list[tuple[Path, Callable[[KataResult], Run], int]] = field(default_factory=list)  # (file, judge, seed)
+    tasks: list[_Task] = field(default_factory=list)
     futures: list[Future[KataResult]] = field(default_factory=list)  # its runs, once queued, in the tasks' order
 
 
@@ -224,10 +242,10 @@ def _plan(kata: Kata, course: Course, tmp: Path, seeds: tuple[int, ...]) -> _Pla
                                f"{MIN_ALTERNATIVES}")
 
     tmp.mkdir()
-    plan.tasks += [(kata.solution, lambda r, s=seed: _judge_reference(r, s), seed) for seed in seeds]
+    plan.tasks += [_Task(kata.solution, lambda r, s=seed: _judge_reference(r, s), seed) for seed in seeds]
     stub_file = tmp / "exercise.py"
     stub_file.write_text(stub, encoding="utf-8")
-    plan.tasks.append((stub_file, _judge_stub, 0))
+    plan.tasks.append(_Task(stub_file, _judge_stub))
     for path in mistakes:
         source = path.read_text(encoding="utf-8")
         expected = mistake_expectation(source)
@@ -237,20 +255,20 @@ def _plan(kata: Kata, course: Course, tmp: Path, seeds: tuple[int, ...]) -> _Pla
         combined = tmp / f"mistake_{path.stem}.py"
         combined.write_text(with_mistake(solution, source, path.name), encoding="utf-8")
         judge = partial(_judge_mistake, name=path.name, expected=expected, also=also_expected(source))
-        plan.tasks.append((combined, judge, 0))
+        plan.tasks.append(_Task(combined, judge, settle_early=expected not in OUTCOMES))
     for path in alternatives:
         combined = tmp / f"alternative_{path.stem}.py"
         combined.write_text(with_mistake(solution, path.read_text(encoding="utf-8"), path.name, "alternative"),
                             encoding="utf-8")
-        plan.tasks.append((combined, partial(_judge_alternative, name=path.name), 0))
+        plan.tasks.append(_Task(combined, partial(_judge_alternative, name=path.name)))
     return plan
 
 
 def _conclude(plan: _Plan, results: list[KataResult]) -> KataReport:
     """Judge each run of the plan (`results` in the order of its tasks) and say what is wrong."""
     report, kata = plan.report, plan.kata
-    for (_, judge, _), result in zip(plan.tasks, results, strict=True):
-        run = judge(result)
+    for task, result in zip(plan.tasks, results, strict=True):
+        run = task.judge(result)
         run.devices, run.cuda_device = list(result.devices), result.cuda_device
         run.cuda_checks_on_cpu = result.cuda_checks_on_cpu
         report.runs.append(run)
@@ -267,6 +285,16 @@ def _conclude(plan: _Plan, results: list[KataResult]) -> KataReport:
     return report
 
 
+def queue_order(katas: list[Kata]) -> list[Kata]:
+    """The katas in the order their runs are queued: grouped by the kind of zygote they need (their
+    `warm_imports`), the group holding the longest time budget first, and the longest budget first within a
+    group (course order among equals)."""
+    longest: dict[tuple[str, ...], float] = {}
+    for kata in katas:
+        longest[kata.warm_imports] = max(longest.get(kata.warm_imports, 0.0), kata.time_budget_s)
+    return sorted(katas, key=lambda k: (-longest[k.warm_imports], k.warm_imports, -k.time_budget_s))
+
+
 def verify_course(course: Course, katas: list[Kata] | None = None, *, jobs: int = 2,
                   seeds: tuple[int, ...] = SEEDS, on_report: Callable[[KataReport], None] | None = None,
                   ) -> list[KataReport]:
@@ -276,16 +304,21 @@ def verify_course(course: Course, katas: list[Kata] | None = None, *, jobs: int 
 
     One queue for the whole course, not kata after kata: no job waits for a kata's last run before the
     next kata starts. The katas with the longest time budget go first (the capstone, whose runs train a
-    Transformer), so that the short runs of the others fill both jobs to the end."""
+    Transformer), so that the short runs of the others fill both jobs to the end; and the katas whose
+    zygotes import the same `warm_imports` go together, so that each kind of zygote starts `jobs` times
+    only (a run of another kind replaces one)."""
     katas = list(katas or course.katas)
-    with tempfile.TemporaryDirectory(prefix="kata-verify-") as tmp, open_pool(course, jobs) as pool, \
+    order = queue_order(katas)
+    with tempfile.TemporaryDirectory(prefix="kata-verify-") as tmp, \
+            open_pool(course, jobs, warm_imports=order[0].warm_imports if order else ()) as pool, \
             ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
-        plans = [_plan(kata, course, Path(tmp) / kata.id, seeds) for kata in katas]
-        for plan in sorted(plans, key=lambda p: -p.kata.time_budget_s):  # stable: course order among equals
-            plan.futures = [threads.submit(run_kata, course, plan.kata, file, seed=seed, devices="all", pool=pool,
-                                          runs_at_once=jobs, cuda_checks_on_cpu=True)
-                            for file, _, seed in plan.tasks]
-        waiting = list(plans)
+        plans = {kata.id: _plan(kata, course, Path(tmp) / kata.id, seeds) for kata in katas}
+        for plan in (plans[kata.id] for kata in order):
+            plan.futures = [threads.submit(run_kata, course, plan.kata, task.file, seed=task.seed, devices="all",
+                                          pool=pool, runs_at_once=jobs, cuda_checks_on_cpu=True,
+                                          settle_early=task.settle_early)
+                            for task in plan.tasks]
+        waiting = list(plans.values())
 
         def conclude_finished() -> None:
             for plan in [p for p in waiting if all(f.done() for f in p.futures)]:
@@ -296,12 +329,12 @@ def verify_course(course: Course, katas: list[Kata] | None = None, *, jobs: int 
 
         try:
             conclude_finished()  # a kata with no runs (its stub could not be derived)
-            for _ in as_completed([f for plan in plans for f in plan.futures]):
+            for _ in as_completed([f for plan in plans.values() for f in plan.futures]):
                 conclude_finished()
         except BaseException:  # Ctrl-C, a run that raised: the queued runs never start, the pool ends the others
             threads.shutdown(wait=False, cancel_futures=True)
             raise
-    return [plan.report for plan in plans]
+    return [plan.report for plan in plans.values()]
 
 
 def verify_kata(course: Course, kata: Kata, *, jobs: int = 2, seeds: tuple[int, ...] = SEEDS) -> KataReport:

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -343,3 +344,14 @@ def test_where_no_zygote_can_start_in_its_sandbox_units_are_graded_cold(course, 
             assert_pool_grades_correctly(course, pool, student_file, isolate=True)
         assert "the sandboxed grading zygote did not start" in pool.broken
         assert pool.pids() == []
+
+
+def test_a_pool_starts_the_kind_of_zygote_its_first_units_want(course):
+    """`kata verify` queues the capstone first: its pool's first zygotes import what the capstone's graders do,
+    rather than starting plain ones to replace them at once."""
+    with Pool(course, 2, warm_imports=("torch._dynamo",)) as pool:
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in pool.pids()]
+    assert len(commands) == 2 and all(b"torch._dynamo" in command for command in commands)
+    with Pool(course, 1) as pool:
+        [plain] = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in pool.pids()]
+    assert b"torch._dynamo" not in plain

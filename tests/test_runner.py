@@ -320,3 +320,47 @@ def test_points_never_come_from_part_of_the_checks(course, softmax_file, tmp_pat
     assert runner.not_recorded(course.find("9.1"), result) == "not every CPU check ran"
     full = grade(course, softmax_file(CORRECT_SOFTMAX))
     assert full.passed and full.complete and full.points == full.max_points
+
+
+VERDICT_ONLY_CHECKS = '''
+
+@pytest.mark.verdict_only
+def test_zz_learns(student):
+    """A verdict-only check: it passes or fails, naming no mistake"""
+    x = torch.randn(4, 6)
+    assert_close(student.softmax(x), torch.softmax(x, dim=-1))
+
+
+@pytest.mark.verdict_only
+def test_zz_names_a_mistake(student):
+    """A verdict-only check that (wrongly) names a mistake when it fails"""
+    if not torch.isfinite(student.softmax(torch.full((3,), 1000.0))).all():
+        fail("not finite", NO_MAX)
+'''
+
+
+def test_a_mistake_settles_at_its_first_failed_check_and_only_verdict_only_checks_are_skipped(course, softmax_file):
+    """`settle_early` (kata verify's planted mistakes): once a check has failed, the checks marked verdict_only are
+    skipped; with no failure before them they run. A verdict-only check may not name a mistake: a grader error."""
+    kata = course.find("9.1")
+    with (kata.graders / "test_softmax.py").open("a") as grader:
+        grader.write(VERDICT_ONLY_CHECKS)
+    wrong = softmax_file("import torch\n\n\ndef softmax(x, dim=-1):\n    return torch.exp(x) / torch.exp(x).sum(dim, "
+                         "keepdim=True)\n", "no_max.py")
+    settled, full = (grade(course, wrong, settle_early=flag) for flag in (True, False))
+    by_id = {c.id: c for c in settled.checks}
+    assert settled.outcome == runner.FAILED and "no-max-subtraction" in {d["id"] for c in settled.checks
+                                                                         for d in c.diagnoses}
+    assert by_id["test_zz_learns"].status == by_id["test_zz_names_a_mistake"].status == protocol.SKIPPED
+    assert by_id["test_zz_learns"].message.startswith("not run: an earlier check failed")
+    unskipped = [c for c in settled.checks if not c.id.startswith("test_zz_")]
+    assert [(c.id, c.status) for c in unskipped] == [(c.id, c.status) for c in full.checks
+                                                       if not c.id.startswith("test_zz_")]
+    # Without settling, both run: the one that names a mistake is the grader's error, its diagnosis dropped.
+    named = {c.id: c for c in full.checks}["test_zz_names_a_mistake"]
+    assert named.status == protocol.ERROR and named.message.startswith("grader error: this check is marked "
+                                                                       "verdict_only, yet it named no-max-subtraction")
+    assert not named.diagnoses
+    # The reference fails nothing before them: settling skips nothing.
+    reference = grade(course, kata.solution, settle_early=True)
+    assert reference.passed and {"test_zz_learns", "test_zz_names_a_mistake"} <= {c.id for c in reference.checks}

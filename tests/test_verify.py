@@ -16,9 +16,9 @@ import pytest
 import torch
 from rich.console import Console
 
-from kata import render
+from kata import render, verify
 from kata.course import load_course
-from kata.verify import KataReport, Run
+from kata.verify import KataReport, Run, queue_order
 from tests.conftest import REPO
 
 
@@ -181,3 +181,32 @@ def test_verify_says_whether_cuda_was_verified(runs_by_kata, said):
         render.verify_cuda(console, reports)
     assert captured.get().strip() == said
     assert reports[-1].cuda_verified is said.startswith("CUDA verified")
+
+
+def test_verify_queues_each_kind_of_zygote_together_the_longest_budget_first():
+    """One block of katas per kind of zygote (each kind starts `--jobs` times only), the block holding the
+    capstone first, and the longest time budget first within a block."""
+    course = load_course(REPO)
+    order = queue_order(course.katas)
+    assert sorted(k.id for k in order) == sorted(k.id for k in course.katas)
+    kinds = [k.warm_imports for k in order]
+    blocks = [kind for i, kind in enumerate(kinds) if i == 0 or kind != kinds[i - 1]]
+    assert len(blocks) == len(set(kinds)) > 1
+    assert order[0] == course.capstone and order[0].time_budget_s == max(k.time_budget_s for k in course.katas)
+    for kind in set(kinds):
+        budgets = [k.time_budget_s for k in order if k.warm_imports == kind]
+        assert budgets == sorted(budgets, reverse=True)
+
+
+def test_only_mistakes_that_expect_a_diagnosis_settle_early(course_root, tmp_path):
+    """A planted mistake expecting a diagnosis skips the verdict-only checks once one has failed; one expecting an
+    outcome (a timeout, forbidden) runs every check, as do the reference, the stub and the alternatives."""
+    course = load_course(course_root)
+    kata = course.find("9.1")
+    (kata.mistakes_dir / "loops.py").write_text('"""Planted mistake: loops."""\n# expect: timeout\n\n\n'
+                                                "def softmax(x, dim=-1):\n    while True:\n        pass\n")
+    plan = verify._plan(kata, course, tmp_path / "plan", verify.SEEDS)
+    settles = {task.file.name: task.settle_early for task in plan.tasks}
+    assert not settles["mistake_loops.py"] and not settles["mistake_softmax_by_another_name.py"]
+    assert settles["mistake_no_max_subtraction.py"] and settles["mistake_sum_along_another_dim.py"]
+    assert not any(settle for name, settle in settles.items() if not name.startswith("mistake_"))

@@ -1017,7 +1017,11 @@ def test_greedy_no_graph(student, reference):
 CAPSTONE_TIME_LIMIT_S = 150.0  # far above the reference's time; a slower loop is reported, not timed out
 
 
+# verdict_only: the loss curve and accuracy say that training failed, not which piece is wrong; the checks of
+# the loss, the schedule and train_step above name that. So `kata verify` skips it in a planted mistake's run
+# once one of them has failed.
 @pytest.mark.weight(4)
+@pytest.mark.verdict_only
 def test_copy_task(student, reference):
     """Capstone: your training code teaches a small Transformer to copy (greedy accuracy >= 0.95 on held-out data)"""
     task = copy_task.TASK

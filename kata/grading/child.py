@@ -76,6 +76,17 @@ def _end_with_parent(fd: int) -> None:
     threading.Thread(target=watch, name="kata-lifeline", daemon=True).start()
 
 
+def register_hypothesis_randoms() -> None:
+    """Have hypothesis register the random generators it manages (its own, numpy's), as it does on first
+    use, with a full garbage collection that costs a tenth of a second among torch's objects. A zygote does
+    it once, before it forks (`kata.grading.zygote`); a cold child at its start: each reaches the checks in
+    the same state (every check seeds those generators afresh)."""
+    from hypothesis.internal.entropy import deterministic_PRNG
+
+    with deterministic_PRNG():
+        pass
+
+
 def main(argv: list[str]) -> int:
     kata_id, student, results, *extra = argv
     lifeline = _take(extra, "kata-lifeline-fd")
@@ -106,6 +117,7 @@ def main(argv: list[str]) -> int:
 
     from kata.grading import plugin
 
+    register_hypothesis_randoms()
     limits.limit_threads()
     # What was imported so far (the kata package, pytest) is cached as bytecode like any module; the graders,
     # the reference solutions and the student's file never are: no __pycache__ in the student's folders, and

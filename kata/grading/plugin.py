@@ -34,7 +34,7 @@ import pytest
 import torch
 
 from kata import progress as _progress
-from kata.course import Kata, load_course
+from kata.course import Course, Kata, load_course
 from kata.grading import guard, protocol, sandbox
 from kata.grading.capture import DEFAULT_LIMIT, captured, show_warning
 from kata.grading.failure import CheckFailed, ErrorPattern, Mistake
@@ -62,7 +62,7 @@ class _Session:
     seed: int
     output_limit: int
     memory_mb: int | None = None
-    course_root: Path | None = None
+    course: Course | None = None
     graders_dir: Path | None = None
     student: object = None
     student_files: set[str] = field(default_factory=set)
@@ -70,6 +70,8 @@ class _Session:
     unavailable: set[str] = field(default_factory=set)  # checks only meaningful on a device not here
     cuda_broken: bool = False  # a check hit a CUDA error that leaves the GPU unusable for the rest of the run
     cuda_checks_on_cpu: bool = False  # no GPU here: the CPU also runs the dtypes written for CUDA (`kata verify`)
+    settle_early: bool = False  # skip verdict-only checks once a check has failed (`kata verify`'s planted mistakes)
+    failed: bool = False  # a check of this run did not pass
 
 
 _session: _Session | None = None
@@ -84,6 +86,9 @@ def pytest_addoption(parser):
                     help="cpu, cuda, or all (cpu plus cuda when torch sees a GPU)")
     group.addoption("--kata-cuda-checks-on-cpu", action="store_true",
                     help="where torch sees no GPU, run the checks of CUDA's dtypes (half precision) on the CPU too")
+    group.addoption("--kata-settle-early", action="store_true",
+                    help="once a check has failed, skip the checks marked verdict_only: for kata verify's planted "
+                         "mistakes, whose verdict is then settled and whose diagnoses such a check cannot change")
     group.addoption("--kata-seed", type=int, default=0, help="seed for torch and hypothesis")
     group.addoption("--kata-output-limit", type=int, default=DEFAULT_LIMIT,
                     help="characters of the student's printed output kept per check")
@@ -97,6 +102,8 @@ def pytest_configure(config):
     global _session
     config.addinivalue_line("markers", "weight(n): this check counts n times in the kata's points")
     config.addinivalue_line("markers", "dtypes(cpu=..., cuda=...): dtypes to run per device")
+    config.addinivalue_line("markers", "verdict_only: the check passes or fails and names no mistake (no diagnosis, "
+                                       "no error pattern)")
     if not config.getoption("kata_id"):
         return
     if not sandbox.installed() and not sandbox.install_prepared():
@@ -120,9 +127,10 @@ def pytest_configure(config):
         seed=seed,
         output_limit=config.getoption("kata_output_limit"),
         memory_mb=config.getoption("kata_memory_mb"),
-        course_root=course.root,
+        course=course,
         graders_dir=Path(str(config.rootpath)).resolve(),
         cuda_checks_on_cpu=config.getoption("kata_cuda_checks_on_cpu") and not cuda,
+        settle_early=config.getoption("kata_settle_early"),
     )
     _session.student_files.add(str(_session.student_path))
     _session.writer.write(
@@ -170,6 +178,9 @@ def _dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+# First: before hypothesis's own, which parses the source of every module it has not seen (see
+# `_no_local_constants`).
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     if _session is None:
         return
@@ -210,8 +221,8 @@ def _on_cuda(item) -> bool:
 
 def _protect(items) -> None:
     """Arm the forbidden built-ins, tell the sandbox who is who, and seal the process."""
-    kata, root = _session.kata, _session.course_root
-    course = load_course(root)
+    kata, course = _session.kata, _session.course
+    root = course.root
     later = course.katas[course.index(kata):]
     graders_dir = str(root / "graders") + os.sep
     running = str(_session.graders_dir) + os.sep  # where these graders are: the kata's, or a notebook's
@@ -384,7 +395,12 @@ def kata():
 @pytest.fixture(autouse=True)
 def _kata_seed(request):
     if _session is not None:
-        torch.manual_seed(_session.seed * 1_000_003 + zlib.crc32(request.node.nodeid.encode()))
+        seed = _session.seed * 1_000_003 + zlib.crc32(request.node.nodeid.encode())
+        # torch.manual_seed's, without queueing a seed (and formatting the stack) for each accelerator torch
+        # knows but this process cannot use: a millisecond or more per check.
+        torch.random.default_generator.manual_seed(seed)
+        if torch.cuda.is_available():
+            torch.cuda.manual_seed_all(seed)
 
 
 def pytest_runtest_logstart(nodeid, location):
@@ -410,6 +426,8 @@ def pytest_runtest_setup(item):
     if _session is None:
         return (yield)
     _session.writer.write("begin", id=_check_id(item.nodeid), title=_title(item))
+    if _session.settle_early and _session.failed and item.get_closest_marker("verdict_only"):
+        pytest.skip("not run: an earlier check failed, which settles the verdict, and this check names no mistake")
     with _capturing(item):
         return (yield)
 
@@ -430,10 +448,17 @@ def pytest_runtest_makereport(item, call):
     if call.when == "setup" and report.passed:
         return report
     status, message, mistakes, frames = _classify(report, call)
+    verdict_only = item.get_closest_marker("verdict_only") is not None
     # A broken CUDA says nothing about the line it surfaced in: no error pattern may diagnose it.
-    if status == protocol.ERROR and not _breaks_cuda(_raised(call)):
+    if status == protocol.ERROR and not _breaks_cuda(_raised(call)) and not verdict_only:
         code = frames[-1]["code"] if frames else ""
         mistakes = tuple(p.mistake for p in getattr(item.module, "ERROR_PATTERNS", ()) if p.matches(message, code))
+    if verdict_only and mistakes:  # a grader's bug: verify skips this check where it could have named them
+        status, message = protocol.ERROR, (f"grader error: this check is marked verdict_only, yet it named "
+                                           f"{', '.join(m.id for m in mistakes)}: tell the course's author")
+        mistakes = ()
+    if status not in (protocol.PASSED, protocol.SKIPPED):
+        _session.failed = True
     callspec = getattr(item, "callspec", None)
     params = callspec.params if callspec else {}
     weight = item.get_closest_marker("weight")

@@ -19,6 +19,9 @@ parallel tensor operation, so it first starts in the unit, sized by the unit's o
 What Python and the imports draw at random once per process is the zygote's, shared by its units: the
 string hash seed, numpy's global generator. No check depends on them (`random` reseeds itself in a
 forked child; torch's default generator starts from a fixed seed, and the plugin seeds it per check).
+Hypothesis registers the generators it manages in the zygote, as a cold child does at its start
+(`child.register_hypothesis_randoms`). Then everything the imports made is frozen out of the garbage
+collector's sight (`gc.freeze`): a unit's collections scan only what the unit made.
 
 The protocol, over the socketpair whose end is FD (one JSON object per line, `Channel`):
 - the pool sends `{"argv", "env", "cwd", "fds", "log"}` with the unit's descriptors attached
@@ -43,6 +46,7 @@ unit's memory cgroup for the fork, so the unit is charged from its first page.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import re
@@ -114,12 +118,17 @@ def _preload(warm_imports: list[str]) -> None:
     import pytest  # noqa: F401
     import torch  # noqa: F401
 
-    from kata.grading import child, plugin  # noqa: F401
+    from kata.grading import child, plugin  # noqa: F401  (plugin: imported for the units)
 
     for name in warm_imports:
         if name.split(".")[0] != "torch":  # torch's own code only: never a grader's, a solution's, a student's
             raise ValueError(f"a zygote imports torch modules only, not {name!r}")
         importlib.import_module(name)
+    child.register_hypothesis_randoms()
+    # What the imports made lives as long as the process: frozen, the units' garbage collections never scan
+    # it (a full collection among torch's objects takes a tenth of a second), and their pages stay shared.
+    gc.collect()
+    gc.freeze()
 
 
 def _open_descriptors() -> set[int]:
