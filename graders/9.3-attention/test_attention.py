@@ -10,6 +10,7 @@ attending with the identity matrix as the values (row i of the output is then ro
 
 import math
 
+import numpy
 import pytest
 import torch
 import torch.nn.functional as F
@@ -105,8 +106,9 @@ def attend(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, empty="zero"
 
 
 def _full(q, k, mask):
-    return torch.broadcast_to(mask, (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], mask.shape[:-2]),
-                                     q.size(-2), k.size(-2)))
+    # numpy's broadcast_shapes: torch's imports sympy on first use (half a second of every run of this kata).
+    lead = numpy.broadcast_shapes(tuple(q.shape[:-2]), tuple(k.shape[:-2]), tuple(mask.shape[:-2]))
+    return torch.broadcast_to(mask, (*lead, q.size(-2), k.size(-2)))
 
 
 def has_empty_row(q, k, mask) -> bool:
