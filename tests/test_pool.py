@@ -7,6 +7,7 @@ same file graded cold in the same test.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -355,3 +356,25 @@ def test_a_pool_starts_the_kind_of_zygote_its_first_units_want(course):
     with Pool(course, 1) as pool:
         [plain] = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in pool.pids()]
     assert b"torch._dynamo" not in plain
+
+
+LAZY_NUMPY_TESTING = '''import numpy as np
+import torch
+
+
+def softmax(x, dim=-1):
+    np.testing.assert_array_equal(x.detach().cpu().numpy(), x.detach().cpu().numpy())  # imported on first use
+    e = torch.exp(x - x.amax(dim=dim, keepdim=True))
+    return e / e.sum(dim=dim, keepdim=True)
+'''
+
+
+@pytest.mark.parametrize("pooled", [False, True], ids=["cold", "pooled"])
+def test_a_library_that_reads_package_metadata_is_not_a_look_at_the_graders(course, student_file, pooled):
+    """numpy.testing, imported on first use inside the student's function, reads numpy's metadata, which lists every
+    folder on sys.path, the graders' among them: the plugin has them listed before the student's code runs, so
+    this is a library at work, not tampering, whether the unit starts cold or from a zygote."""
+    path = student_file(LAZY_NUMPY_TESTING, "lazy_numpy_testing.py")
+    with Pool(course, 1) if pooled else contextlib.nullcontext() as pool:
+        result = runner.run_kata(course, course.find("9.1"), path, pool=pool)
+    assert result.passed and result.points == result.max_points, (result.outcome, result.message)

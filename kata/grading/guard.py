@@ -134,9 +134,16 @@ class ForbiddenMode(TorchFunctionMode):
     def __init__(self, names: dict[str, str]):
         super().__init__()
         self.names = names
+        # func -> its forbidden name, or None: a run calls a few hundred functions tens of thousands of times
+        self.labels: dict = {}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        label = self.names.get(normalise(getattr(func, "__name__", "") or ""))
+        try:
+            label = self.labels[func]
+        except (KeyError, TypeError):  # TypeError: a callable that cannot be a key
+            label = self.names.get(normalise(getattr(func, "__name__", "") or ""))
+            with contextlib.suppress(TypeError):
+                self.labels[func] = label
         if label is not None:
             where = _who.offender(sys._getframe(1))
             if where is not None:

@@ -17,6 +17,8 @@ Order matters and is deliberate:
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
+import importlib.util
 import linecache
 import os
 import platform
@@ -205,6 +207,7 @@ def pytest_collection_modifyitems(session, config, items):
         os.close(go)
         if not word:
             os._exit(0)
+    _list_import_folders()
     status, record = _import_student()
     if _session.student is not None:
         _no_local_constants(_session.student)
@@ -212,6 +215,18 @@ def pytest_collection_modifyitems(session, config, items):
     if status != protocol.IMPORT_OK:
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
+
+
+def _list_import_folders() -> None:
+    """Have the import system and importlib.metadata list every folder on sys.path now, while no student code
+    runs. Each lists a folder once, the first time it looks there (and again if it changes), and the graders'
+    folder is among them (pytest put it there): a listing of it is refused while the student's code runs, so
+    their lazy import of a library module (`np.testing`, which reads numpy's metadata) would look like a look
+    at the graders if it came first."""
+    nobody = "kata-lists-the-import-folders"  # a name no module or distribution has: only the listings happen
+    importlib.util.find_spec(nobody)
+    with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+        importlib.metadata.distribution(nobody)
 
 
 def _on_cuda(item) -> bool:
