@@ -347,14 +347,24 @@ def test_where_no_zygote_can_start_in_its_sandbox_units_are_graded_cold(course, 
         assert pool.pids() == []
 
 
+def zygote_command(pid: int, within: float = 30) -> list[bytes]:
+    """The command line of the zygote `pid`, once it runs (right after its start, the process may not have
+    started the zygote's program yet)."""
+    deadline = time.monotonic() + within
+    while b"kata.grading.zygote" not in (command := Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")):
+        assert time.monotonic() < deadline, f"process {pid} never became a zygote: {command}"
+        time.sleep(0.05)
+    return command
+
+
 def test_a_pool_starts_the_kind_of_zygote_its_first_units_want(course):
     """`kata verify` queues the capstone first: its pool's first zygotes import what the capstone's graders do,
     rather than starting plain ones to replace them at once."""
     with Pool(course, 2, warm_imports=("torch._dynamo",)) as pool:
-        commands = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in pool.pids()]
+        commands = [zygote_command(pid) for pid in pool.pids()]
     assert len(commands) == 2 and all(b"torch._dynamo" in command for command in commands)
     with Pool(course, 1) as pool:
-        [plain] = [Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") for pid in pool.pids()]
+        [plain] = [zygote_command(pid) for pid in pool.pids()]
     assert b"torch._dynamo" not in plain
 
 

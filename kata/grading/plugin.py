@@ -180,9 +180,6 @@ def _dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-# First: before hypothesis's own, which parses the source of every module it has not seen (see
-# `_no_local_constants`).
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     if _session is None:
         return
