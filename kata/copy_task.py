@@ -90,13 +90,17 @@ def until_eos(tokens: torch.Tensor) -> torch.Tensor:
     return tokens.masked_fill(after, EOS_ID)
 
 
+def decodings_match(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """(batch,) bool: two decodings agree up to and including each row's first eos (what follows is not
+    compared; a pad token is a token like any other)."""
+    width = max(a.size(1), b.size(1))
+    a, b = (torch.nn.functional.pad(until_eos(t), (0, width - t.size(1)), value=EOS_ID) for t in (a, b))
+    return (a == b).all(dim=1)
+
+
 def sequence_matches(predicted: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-    """(batch,) bool: the prediction equals the target up to and including eos."""
-    width = max(predicted.size(1), tgt.size(1))
-    pred = torch.nn.functional.pad(until_eos(predicted), (0, width - predicted.size(1)), value=EOS_ID)
-    want = torch.nn.functional.pad(until_eos(tgt.masked_fill(tgt == PAD_ID, EOS_ID)), (0, width - tgt.size(1)),
-                                   value=EOS_ID)
-    return (pred == want).all(dim=1)
+    """(batch,) bool: the prediction equals the target up to and including eos (the target's padding ends it)."""
+    return decodings_match(predicted, tgt.masked_fill(tgt == PAD_ID, EOS_ID))
 
 
 def format_tokens(tokens: torch.Tensor) -> str:
