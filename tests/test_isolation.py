@@ -8,6 +8,7 @@ makes `test_every_process_entry_point_has_a_case` fail until it has a case here.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -21,6 +22,7 @@ import pytest
 
 from kata import runner
 from kata.grading import cgroup, isolation
+from kata.pool import Pool
 from tests.conftest import CORRECT_SOFTMAX, REPO
 from tests.test_cli import kata_exe
 
@@ -132,7 +134,8 @@ def test_every_process_entry_point_has_a_case():
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the process entry points enumerated are Linux's")
-def test_no_process_entry_point_starts_a_process(course, softmax_file, tmp_path):
+@pytest.mark.parametrize("pooled", [False, True], ids=["cold", "pooled"])  # pooled: fork_exec's holders known early
+def test_no_process_entry_point_starts_a_process(course, softmax_file, tmp_path, pooled):
     marks = tmp_path / "marks"
     marks.mkdir()
     lines = [PROCESS_PRELUDE.format(marks=str(marks))]
@@ -141,7 +144,9 @@ def test_no_process_entry_point_starts_a_process(course, softmax_file, tmp_path)
                      f"except BaseException as exc:\n    outcomes[{name!r}] = type(exc).__name__\n")
     lines.append(f"open({str(tmp_path / 'outcomes.json')!r}, 'w').write(json.dumps(outcomes))\n")
     lines.append(CORRECT_SOFTMAX.split("\n\n", 1)[1])
-    result = runner.run_kata(course, course.find("9.1"), softmax_file("\n".join(lines)), timeout=TIMEOUT)
+    with Pool(course, 1) if pooled else contextlib.nullcontext() as pool:
+        result = runner.run_kata(course, course.find("9.1"), softmax_file("\n".join(lines)), timeout=TIMEOUT,
+                                 pool=pool)
     assert sorted(p.name for p in marks.iterdir()) == []
     outcomes = json.loads((tmp_path / "outcomes.json").read_text())
     assert set(outcomes) == set(PROCESS_CASES)

@@ -181,6 +181,29 @@ def test_a_harmful_unit_is_reported_as_cold_and_leaves_the_pool_sound(course, an
     assert_pool_grades_correctly(course, pool, student_file, **how)
 
 
+# Changes the seal must catch, whether a unit's seal was taken afresh (cold) or brought up to date from its
+# zygote's (`sandbox.prepare_seal`): each cheat returns a wrong softmax, which passes only if the change works.
+SEAL_CASES = {
+    "a torch function": "torch.allclose = lambda *a, **k: True\ntorch.equal = lambda *a, **k: True\n",
+    "a tensor method": "torch.Tensor.__eq__ = lambda self, other: True\n",
+    "a method of a torch class": "torch.nn.Linear.forward = lambda self, x: x\n",
+    "a builtin": "import builtins\nbuiltins.isinstance = lambda *a: True\n",
+    "the graders' settings": "import kata.grading.plugin as plugin\nplugin.DEFAULT_DTYPES['cpu'] = ()\n",
+    "a container, its namespace touched and restored": (
+        "import kata.grading.plugin as plugin\nplugin.DEFAULT_DTYPES['cpu'] = ()\n"
+        "name = plugin.STUDENT_MODULE\nplugin.STUDENT_MODULE = 'x'\nplugin.STUDENT_MODULE = name\n"),
+    "the default dtype": "torch.set_default_dtype(torch.float64)\n",
+}
+
+
+@pytest.mark.parametrize("case", list(SEAL_CASES))
+def test_a_units_seal_catches_what_a_cold_childs_does(course, pool, student_file, case):
+    body = "import torch\n" + SEAL_CASES[case] + "\ndef softmax(x, dim=-1):\n" + WRONG
+    cold, pooled = both_ways(course, pool, "9.1", student_file(body))
+    assert cold["outcome"] == runner.TAMPERED, cold["message"]
+    assert pooled == cold
+
+
 # ---------------------------------------------------------------------------------- the zygotes
 
 

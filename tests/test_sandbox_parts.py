@@ -8,6 +8,7 @@ be removed, so it is installed in a subprocess.
 from __future__ import annotations
 
 import dis
+import gc
 import json
 import os
 import subprocess
@@ -239,6 +240,106 @@ def test_the_seal_detects_a_changed_default_dtype():
     assert seal.check("core")
     dtype[0] = "float64"
     assert not seal.check("core") and "torch.set_default_dtype" in reports[0]
+
+
+def test_every_change_of_a_dict_gives_it_a_new_version_tag():
+    """What lets a zygote's units seal cheaply: on CPython 3.11 to 3.13, a dict's version tag is new after
+    every change, however it is made (a module attribute stored in a loop, a class attribute, an update)."""
+    version = sandbox._dict_versions()
+    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13) \
+            or hasattr(sys, "gettotalrefcount"):
+        assert version is None
+        return
+    assert version is not None
+    module, _, _ = sealed_module()
+    namespace, klass = module.__dict__, gc.get_referents(module.Checker.__dict__)[0]
+    tags = []
+
+    def changed(change, mapping) -> bool:
+        before = version(mapping).value
+        change()
+        tags.append(version(mapping).value)
+        return tags[-1] != before
+
+    def store_in_a_loop():
+        for i in range(50):  # the interpreter specialises the store after a few rounds
+            module.counter = i
+
+    assert changed(store_in_a_loop, namespace)
+    assert changed(lambda: setattr(module.Checker, "run", lambda self: 3), klass)
+    assert changed(lambda: namespace.update(extra=1), namespace)
+    assert changed(lambda: namespace.pop("extra"), namespace)
+    assert changed(lambda: delattr(module.Checker, "run"), klass)
+    assert tags == sorted(set(tags))  # one counter for all dicts: a tag never comes back
+    before = version(namespace).value
+    assert namespace["helper"] is module.helper and version(namespace).value == before  # reading changes nothing
+
+
+def fake_module(name: str, source: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    exec(source, module.__dict__)
+    return module
+
+
+def zygote_base(*modules) -> types.SimpleNamespace:
+    """What a zygote's seal of `modules` gives the units it forks (`sandbox.prepare_seal`)."""
+    if sandbox._dict_versions() is None:
+        pytest.skip("this interpreter's dicts carry no version tags: units seal as cold children do")
+    zygote = sandbox._seal(None)
+    zygote.take([(module.__name__, module) for module in modules], frozenset(), None)
+    return zygote.base()
+
+
+def test_a_seal_started_from_a_zygotes_takes_what_changed_since_and_verifies_as_a_fresh_one():
+    module, _, _ = sealed_module()
+    strict = fake_module("kata.fake_strict", "registry = []\nlimit = 3\n")
+    base = zygote_base(module, strict)
+    # Between the zygote's seal and the unit's: the graders' imports may change what is loaded, legitimately.
+    module.helper = lambda x: -x
+    exec("class Added:\n    def run(self):\n        return 1\n", module.__dict__)
+    strict.registry.append("grader")
+    later = fake_module("kata_graders_later", "def check():\n    return 1\n")
+    reports = []
+    seal = sandbox._seal(lambda message, where=None: reports.append(message), base)
+    seal.take([(module.__name__, module), (strict.__name__, strict), (later.__name__, later)],
+              frozenset({later.__name__}), None)
+    assert seal.check("full") and seal.check("core") and reports == []
+    assert seal.holds(module.helper) and seal.holds(module.Added) and seal.holds(later.check)
+
+    def caught(change, undo, *labels) -> None:
+        reports.clear()
+        change()
+        assert not seal.check("full"), labels
+        assert all(label in reports[0] for label in labels), reports
+        undo()
+        assert seal.check("full"), reports
+
+    helper = module.helper
+    caught(lambda: setattr(module, "helper", len), lambda: setattr(module, "helper", helper),
+           "kata_graders_fake.helper")
+    run = module.Added.run
+    caught(lambda: setattr(module.Added, "run", len), lambda: setattr(module.Added, "run", run), "Added.run")
+    check = later.check
+    caught(lambda: setattr(later, "check", len), lambda: setattr(later, "check", check), "kata_graders_later.check")
+    caught(lambda: strict.registry.append("student"), strict.registry.pop, "kata.fake_strict.registry")
+
+    def touch_and_restore():  # the namespace's tag changes, its content does not: its containers are still looked at
+        strict.registry.append("student")
+        strict.limit = 4
+        strict.limit = 3
+
+    caught(touch_and_restore, strict.registry.pop, "kata.fake_strict.registry")
+
+
+def test_a_seal_takes_everything_afresh_when_a_module_its_base_holds_is_gone():
+    module, _, reports = sealed_module()
+    other = fake_module("kata_graders_other", "def check():\n    return 1\n")
+    seal = sandbox._seal(lambda message, where=None: reports.append(message), zygote_base(module, other))
+    seal.take([(other.__name__, other)], frozenset(), None)
+    module.helper = len  # no longer loaded: no longer sealed
+    assert seal.check("full") and not seal.holds(module.Checker)
+    other.check = len
+    assert not seal.check("full") and "kata_graders_other.check" in reports[0]
 
 
 # --------------------------------------------------------------------------------------------------

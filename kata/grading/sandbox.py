@@ -17,7 +17,8 @@ and everything it needs lives in its closure, out of reach of the student's code
   core part of it (what graders and the plugin use to reach a verdict) is verified whenever grading
   code calls into the student's code, whenever the student's code returns to it, and before each
   result is written; all of it when the session ends. Any difference is tampering: the parent then
-  reports the kata as tampered, whatever the checks said.
+  reports the kata as tampered, whatever the checks said. (Where CPython's dicts carry version tags, a
+  namespace whose tag has not moved is known unchanged without comparing it: `_dict_versions`.)
 - **Entry markers.** The student's module is compiled with a marker at the entry and exit of every
   function and lambda (`(lambda __kata__='__kata_enter__': None).__code__`, which raises an audit
   event no name binding can intercept). So a replacement the student's code installs (in torch, in a
@@ -262,6 +263,8 @@ _CORE_MODULES = ("builtins", "torch", "torch.nn", "torch.nn.functional", "torch.
 
 
 _prepared: tuple | None = None
+# The seal a zygote took of what it loaded (`prepare_seal`), for the units it forks; taken by the first hook.
+_seal_base: types.SimpleNamespace | None = None
 
 
 def prepare(*, key: bytes | None, fd: int) -> None:
@@ -282,12 +285,68 @@ def install_prepared() -> bool:
     return True
 
 
+def _dict_versions():
+    """`version(d)`: an object whose `.value` is dict `d`'s version tag, which CPython 3.11 to 3.13 sets anew,
+    from one ever-growing counter, whenever `d` changes (PEP 509); None on any other interpreter, or where
+    the dicts made here do not behave so. Reading a tag touches nothing in `d` or its values."""
+    import ctypes
+
+    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13) \
+            or hasattr(sys, "gettotalrefcount") or not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return None  # another interpreter, a debug build (its objects are larger), or free-threaded
+    word = ctypes.sizeof(ctypes.c_ssize_t)
+    size_at, tag_at = 2 * word, 3 * word  # after the reference count and the type: ma_used, ma_version_tag
+    from_address = ctypes.c_uint64.from_address
+
+    def version(d: dict):
+        return from_address(id(d) + tag_at)
+
+    probe: dict = {}
+    last = version(probe).value
+    for change in (lambda: probe.__setitem__("a", object()), lambda: probe.__setitem__("a", object()),
+                   lambda: probe.update(b=1), lambda: probe.pop("a"), probe.clear):
+        change()
+        now = version(probe).value
+        if now <= last or ctypes.c_ssize_t.from_address(id(probe) + size_at).value != len(probe):
+            return None
+        last = now
+    return version
+
+
+def prepare_seal() -> None:
+    """In a zygote (`kata.grading.zygote`), once its imports are done: seal what is loaded, for the units it
+    forks. A unit's seal then starts from this one and copies again only the namespaces that changed since,
+    told by their dicts' version tags, rather than all of them; the hook's replacement of
+    `_posixsubprocess.fork_exec` scans only those too. Copying a namespace touches every object bound in
+    it, and each page a forked unit touches is one the kernel must copy: that was most of what sealing
+    cost a unit. Nothing here where dicts carry no version tag: a unit then seals as a cold child does."""
+    global _seal_base
+    seal = _seal(None)
+    if seal.base is None:
+        return
+    try:
+        import _posixsubprocess
+        import subprocess  # noqa: F401  (what `install` imports before it replaces fork_exec)
+
+        fork_exec = _posixsubprocess.fork_exec
+    except ImportError:  # Windows
+        fork_exec = None
+    modules = [(name, module) for name, module in list(sys.modules.items()) if isinstance(module, types.ModuleType)]
+    seal.take(modules, frozenset(), None)
+    base = seal.base()
+    if fork_exec is not None:
+        base.fork_exec_bindings = [(module.__dict__, name) for _, module in modules
+                                   for name, value in list(module.__dict__.items()) if value is fork_exec]
+    _seal_base = base
+
+
 def install(*, key: bytes | None, fd: int) -> None:
     """Install the hook: results go to `fd`, signed with `key` (unsigned when None). Once per process."""
-    global _installed
+    global _installed, _seal_base
     if _installed:
         raise RuntimeError("the grading sandbox is already installed")
     _installed = True
+    base, _seal_base = _seal_base, None  # the hook's alone from now on
     import _thread
 
     start_new_thread = _thread.start_new_thread
@@ -298,7 +357,7 @@ def install(*, key: bytes | None, fd: int) -> None:
         fork_exec = _posixsubprocess.fork_exec
     except ImportError:  # Windows
         pass
-    sys.addaudithook(_make_hook(key, fd, start_new_thread, fork_exec))
+    sys.addaudithook(_make_hook(key, fd, start_new_thread, fork_exec, base))
     import contextlib
     import signal
 
@@ -315,9 +374,14 @@ def install(*, key: bytes | None, fd: int) -> None:
         for module in list(sys.modules.values()):
             if isinstance(module, types.ModuleType):
                 namespace = module.__dict__
+                if base is not None and base.unchanged(namespace):
+                    continue  # as the zygote saw it: its bindings are among `base.fork_exec_bindings`
                 for name, value in list(namespace.items()):
                     if value is fork_exec:
                         namespace[name] = _fork_exec
+        for namespace, name in base.fork_exec_bindings if base is not None else ():
+            if namespace.get(name) is fork_exec:
+                namespace[name] = _fork_exec
     # `_posixshmem.shm_open` makes /dev/shm files and `os.memfd_create` anonymous memory files, both shared
     # memory without an audit event: no caller needs them here.
     try:
@@ -392,11 +456,11 @@ _TRUSTED_CODE, _STUDENT_CODE, _OTHER_CODE, _REFERENCE_CODE = 0, 1, 2, 3
 _UNTRUSTED = (_STUDENT_CODE, _OTHER_CODE)
 
 
-def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec):
-    """The audit hook, composed from its parts (see the map above)."""
+def _make_hook(key: bytes | None, fd: int, start_new_thread, fork_exec, base=None):
+    """The audit hook, composed from its parts (see the map above); `base`: a zygote's seal (`prepare_seal`)."""
     results = _results_writer(key, fd)
     who = _who_is_running(_KATA_DIR)
-    seal = _seal(results.tamper)
+    seal = _seal(results.tamper, base)
     mode = _function_mode(results.tamper)
     deny = _refusal(who.student_where, results.tamper)
     reference = _reference_guard(who, results.tamper, deny)
@@ -642,19 +706,24 @@ def _who_is_running(kata_dir: str) -> types.SimpleNamespace:
 # The seal
 
 
-def _seal(tamper) -> types.SimpleNamespace:
+def _seal(tamper, base: types.SimpleNamespace | None = None) -> types.SimpleNamespace:
     """`take(modules, graders, get_default_dtype)` records, once, the identity of every function, class
     and module bound in `modules` ((name, module) pairs) and in the classes defined there, and the
     torch default dtype. `check(scope, where, caller)` verifies a part of it ("core": what graders use
     most; "full"; "caller": what the code running in frame `caller` can look names up in) and reports any
     difference through `tamper`; `holds(obj)` tells whether `obj` is a sealed function, class or module.
-    Until `take`, there is nothing to verify."""
+    Until `take`, there is nothing to verify.
+
+    Where dicts carry version tags (`_dict_versions`), each namespace's tag is recorded with its copy: one
+    whose tag is unchanged is unchanged, and needs no comparing. `base()` then gives what was taken, for a
+    zygote's units (`prepare_seal`): a seal made with it as `base` takes only what changed since."""
     import functools
     import gc
     import warnings
     from operator import is_
 
     str_keys = _exact_str_keys()
+    version = _dict_versions()
     loaded = sys.modules
     s_type, s_len, s_all, s_map, s_any, s_id, s_filter = type, len, all, map, any, id, filter
     s_str, s_int, s_float, s_list, s_tuple, s_dict, s_set = str, int, float, list, tuple, dict, set
@@ -662,6 +731,7 @@ def _seal(tamper) -> types.SimpleNamespace:
     s_staticmethod, s_classmethod, s_property = staticmethod, classmethod, property
     function_type, method_type, module_type, partial_type = (types.FunctionType, types.MethodType,
                                                              types.ModuleType, functools.partial)
+    namespace_type = types.SimpleNamespace
     get_mro = type.__dict__["__mro__"].__get__
     get_type_dict = type.__dict__["__dict__"].__get__
     get_type_name = type.__dict__["__name__"].__get__
@@ -675,7 +745,8 @@ def _seal(tamper) -> types.SimpleNamespace:
     benign_additions = _BENIGN_ADDITIONS
     builtin_names = s_frozenset(vars(loaded["builtins"]))
     sealed = False
-    # Entries: [namespace, its copy, strict, label, deep copies of its containers (strict only), is_class]
+    # Entries: [namespace, its copy, strict, label, deep copies of its containers (strict only), is_class,
+    #           the namespace's version tag (None: no tags), what reads it now]
     full: list = []
     core: list = []
     owners: dict = {}  # id(module or class) -> its entry, to verify what a caller can reach
@@ -685,8 +756,11 @@ def _seal(tamper) -> types.SimpleNamespace:
     get_default_dtype = default_dtype = None
     sealed_ids: list = []  # built on first use: the ids of every function and class reachable from the seal
 
-    def entry(mapping, label: str, strict: bool, is_class: bool):
-        saved = mapping.copy()
+    def copy_into(item) -> None:
+        """(Re)take `item`'s copies of its namespace and, if strict, of the containers bound there."""
+        mapping, strict, reader = item[0], item[2], item[7]
+        item[6] = reader.value if reader is not None else None  # before copying: a change while copying shows
+        item[1] = saved = mapping.copy()
         deep = []
         if strict:
             for k, v in saved.items():
@@ -695,46 +769,76 @@ def _seal(tamper) -> types.SimpleNamespace:
                     deep.append((k, v, v.copy()))
                 elif tv is s_list or tv is s_set:
                     deep.append((k, v, s_tuple(v)))
-        return [mapping, saved, strict, label, deep, is_class]
+        item[4] = deep
 
-    def snapshot(modules: list, graders: frozenset) -> None:
-        core_classes = []
+    def add(owner, mapping, label, strict, is_core, is_class) -> None:
+        if s_id(mapping) in owners_by_dict:
+            return
+        item = [mapping, None, strict, label, None, is_class, None, version(mapping) if version is not None else None]
+        copy_into(item)
+        full.append(item)
+        owners[s_id(owner)] = item
+        owners_by_dict[s_id(mapping)] = item
+        if is_core:
+            core.append(item)
+
+    def add_classes(name: str, namespace: dict, strict: bool) -> None:
+        """The classes bound in module `name`'s namespace (filtered at C speed: most values are not classes)."""
+        cores = core_classes()
+        for value in s_list(s_filter(is_class, s_list(namespace.values()))):
+            mapping = value.__dict__
+            owner = mapping.get("__module__", None)
+            if s_type(owner) is s_str and owner != name and owner in loaded:
+                continue  # re-exported: sealed with its own module
+            real = get_referents(mapping)
+            if real and s_type(real[0]) is s_dict:
+                add(value, real[0], name + "." + s_str(get_type_name(value)), strict,
+                    strict or s_any(value is c for c in cores), True)
+
+    def core_classes() -> list:
+        found = []
         for owner, attr in (("torch", "Tensor"), ("torch.nn", "Module"), ("torch.nn", "Parameter")):
             module = loaded.get(owner)
             if module is not None and attr in module.__dict__:
-                core_classes.append(module.__dict__[attr])
-        seen = s_set()
+                found.append(module.__dict__[attr])
+        return found
 
-        def add(owner, mapping, label, strict, is_core, is_class):
-            if s_id(mapping) in seen:
-                return
-            seen.add(s_id(mapping))
-            item = entry(mapping, label, strict, is_class)
-            full.append(item)
-            owners[s_id(owner)] = item
-            owners_by_dict[s_id(mapping)] = item
-            if is_core:
-                core.append(item)
+    def add_module(name: str, module, graders: frozenset) -> None:
+        strict = name in strict_names or name.startswith(strict_prefixes) or name in graders
+        try:
+            namespace = module.__dict__
+        except exception:
+            return
+        add(module, namespace, name, strict, strict or name in core_names, False)
+        add_classes(name, namespace, strict)
 
+    def snapshot(modules: list, graders: frozenset) -> None:
         for name, module in modules:
-            strict = name in strict_names or name.startswith(strict_prefixes) or name in graders
-            is_core = strict or name in core_names
-            try:
-                namespace = module.__dict__
-            except exception:
-                continue
-            add(module, namespace, name, strict, is_core, False)
-            # The classes bound here (filtered at C speed: most values are not classes).
-            for value in s_list(s_filter(is_class, s_list(namespace.values()))):
-                mapping = value.__dict__
-                owner = mapping.get("__module__", None)
-                if s_type(owner) is s_str and owner != name and owner in loaded:
-                    continue  # re-exported: sealed with its own module
-                real = get_referents(mapping)
-                if real and s_type(real[0]) is s_dict:
-                    add(value, real[0], name + "." + s_str(get_type_name(value)), strict,
-                        strict or s_any(value is c for c in core_classes), True)
+            add_module(name, module, graders)
         keep.extend(modules)
+
+    def adopt(modules: list, graders: frozenset) -> bool:
+        """Start from `base`: every namespace whose tag changed since is copied again (a module's new
+        classes added), every module loaded since is added. False (nothing adopted) where a module `base`
+        holds is no longer loaded as it was."""
+        now = s_dict(modules)
+        if not s_all(dict_get(now, name, missing) is module for name, module in base.modules):
+            return False
+        full.extend(base.full)
+        core.extend(base.core)
+        owners.update(base.owners)
+        owners_by_dict.update(base.owners_by_dict)
+        keep.extend(base.keep)
+        for item in base.full:
+            if item[7].value != item[6] or item[4]:  # changed, or strict (its containers may have changed)
+                copy_into(item)
+                if not item[5]:
+                    add_classes(item[3], item[0], item[2])
+        for name, module in modules:
+            if name not in base.names:
+                add_module(name, module, graders)
+        keep.extend(modules)
+        return True
 
     def take(modules: list, graders: frozenset, dtype_getter) -> None:
         nonlocal sealed, builtins_module, get_default_dtype, default_dtype
@@ -745,7 +849,8 @@ def _seal(tamper) -> types.SimpleNamespace:
         try:
             with catch_warnings():
                 simplefilter("ignore")  # deprecated aliases (torch.distributed.reduce_op) warn
-                snapshot(modules, graders)
+                if base is None or not adopt(modules, graders):
+                    snapshot(modules, graders)
         finally:
             if enabled:
                 gc_enable()
@@ -754,6 +859,18 @@ def _seal(tamper) -> types.SimpleNamespace:
         if dtype_getter is not None:
             default_dtype = dtype_getter()
         sealed = True
+
+    def unchanged(namespace: dict) -> bool:
+        """Whether `namespace` is sealed and has not changed since its copy was taken."""
+        item = dict_get(owners_by_dict, s_id(namespace))
+        return item is not None and item[0] is namespace and item[7] is not None and item[7].value == item[6]
+
+    def exported() -> types.SimpleNamespace:
+        """What was taken, to start a later seal from (`base`)."""
+        modules = s_list(keep)
+        return namespace_type(full=full, core=core, owners=owners, owners_by_dict=owners_by_dict, keep=keep,
+                              modules=modules, names=s_frozenset(name for name, _ in modules), unchanged=unchanged,
+                              fork_exec_bindings=[])
 
     def callable_like(value) -> bool:
         t = s_type(value)
@@ -765,14 +882,15 @@ def _seal(tamper) -> types.SimpleNamespace:
         """The labels of what changed; refreshes entries whose only changes are allowed."""
         changed = []
         for item in entries:
-            mapping, saved, strict, label, deep, is_class = item
-            if s_len(mapping) == s_len(saved) and s_all(s_map(is_, saved.values(), mapping.values())):
-                for name, container, copy in deep:
-                    if s_type(copy) is s_dict:
-                        if s_len(container) != s_len(copy) or not s_all(s_map(is_, copy.values(), container.values())):
-                            changed.append(label + "." + name)
-                    elif s_len(container) != s_len(copy) or not s_all(s_map(is_, copy, container)):
+            mapping, saved, strict, label, deep, is_class, tag, reader = item
+            for name, container, copy in deep:  # a strict namespace's containers: whatever became of the namespace
+                if s_type(copy) is s_dict:
+                    if s_len(container) != s_len(copy) or not s_all(s_map(is_, copy.values(), container.values())):
                         changed.append(label + "." + name)
+                elif s_len(container) != s_len(copy) or not s_all(s_map(is_, copy, container)):
+                    changed.append(label + "." + name)
+            if (reader.value == tag) if reader is not None else (  # an unchanged tag: an unchanged namespace
+                    s_len(mapping) == s_len(saved) and s_all(s_map(is_, saved.values(), mapping.values()))):
                 continue
             if not str_keys(mapping):
                 changed.append(label + ".<a key that is not a str>")
@@ -796,7 +914,8 @@ def _seal(tamper) -> types.SimpleNamespace:
                     bad.append(k)
             if bad:
                 changed.extend(label + "." + s_str(k) for k in bad[:3])
-            else:
+            else:  # only allowed changes: they become the namespace's sealed state (its containers' copies stay)
+                item[6] = reader.value if reader is not None else None  # before copying: a change while copying shows
                 item[1] = mapping.copy()
         if get_default_dtype is not None and get_default_dtype() is not default_dtype:
             changed.append("torch default dtype (torch.set_default_dtype)")
@@ -899,7 +1018,7 @@ def _seal(tamper) -> types.SimpleNamespace:
             sealed_ids.append(s_frozenset(found))
         return s_id(obj) in sealed_ids[0]
 
-    return types.SimpleNamespace(take=take, check=check, holds=holds)
+    return types.SimpleNamespace(take=take, check=check, holds=holds, base=exported if version is not None else None)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -20,8 +20,12 @@ What Python and the imports draw at random once per process is the zygote's, sha
 string hash seed, numpy's global generator. No check depends on them (`random` reseeds itself in a
 forked child; torch's default generator starts from a fixed seed, and the plugin seeds it per check).
 Hypothesis registers the generators it manages in the zygote, as a cold child does at its start
-(`child.register_hypothesis_randoms`). Then everything the imports made is frozen out of the garbage
-collector's sight (`gc.freeze`): a unit's collections scan only what the unit made.
+(`child.register_hypothesis_randoms`). The zygote seals what it loaded (`sandbox.prepare_seal`): a
+unit's seal brings that one up to date, copying again only the namespaces whose dicts changed since,
+and ends as a cold child's would; every page of the zygote a unit touches is a page the kernel copies
+for it, and a fresh seal touched every object bound in every module. Then everything the imports made
+is frozen out of the garbage collector's sight (`gc.freeze`): a unit's collections scan only what the
+unit made.
 
 The protocol, over the socketpair whose end is FD (one JSON object per line, `Channel`):
 - the pool sends `{"argv", "env", "cwd", "fds", "log"}` with the unit's descriptors attached
@@ -118,13 +122,14 @@ def _preload(warm_imports: list[str]) -> None:
     import pytest  # noqa: F401
     import torch  # noqa: F401
 
-    from kata.grading import child, plugin  # noqa: F401  (plugin: imported for the units)
+    from kata.grading import child, plugin, sandbox  # noqa: F401  (plugin: imported for the units)
 
     for name in warm_imports:
         if name.split(".")[0] != "torch":  # torch's own code only: never a grader's, a solution's, a student's
             raise ValueError(f"a zygote imports torch modules only, not {name!r}")
         importlib.import_module(name)
     child.register_hypothesis_randoms()
+    sandbox.prepare_seal()  # each unit's seal starts from this one: it copies again only what changed since
     # What the imports made lives as long as the process: frozen, the units' garbage collections never scan
     # it (a full collection among torch's objects takes a tenth of a second), and their pages stay shared.
     gc.collect()
