@@ -292,8 +292,8 @@ def _dict_versions():
     import ctypes
 
     if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13) \
-            or hasattr(sys, "gettotalrefcount") or not getattr(sys, "_is_gil_enabled", lambda: True)():
-        return None  # another interpreter, a debug build (its objects are larger), or free-threaded
+            or hasattr(sys, "gettotalrefcount") or sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return None  # another interpreter, or objects laid out otherwise: a debug build, a free-threaded one
     word = ctypes.sizeof(ctypes.c_ssize_t)
     size_at, tag_at = 2 * word, 3 * word  # after the reference count and the type: ma_used, ma_version_tag
     from_address = ctypes.c_uint64.from_address
