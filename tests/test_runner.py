@@ -183,8 +183,10 @@ def test_a_check_never_outlives_kata(course_root, softmax_file, how):
     process ends with it instead of spinning on alone (only kata enforces the time budget)."""
     # Holding its own file open says, in /proc, that the loop has begun.
     path = softmax_file("held = open(__file__)\nwhile True:\n    pass\n", name="loops.py")
+    # SIGHUP as a terminal's closing sends it: with its default action, even where the tests run under nohup.
     kata = subprocess.Popen([sys.executable, "-m", "kata", "check", "9.1", "--file", str(path)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not (looping := [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
