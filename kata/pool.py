@@ -48,6 +48,12 @@ class PoolError(Exception):
     """The pool could not start a unit: its zygote died, twice, or a sandboxed zygote cannot start here."""
 
 
+class UnitLost(PoolError):
+    """The zygote died after it was sent a unit's request and before it answered: it may have forked the unit,
+    which then holds the descriptors the request carried. The caller starts again with new ones (`kata.runner`
+    does): the lost unit's pipes are then closed at our end, so it ends (its lifeline) and writes to no one."""
+
+
 class Unit:
     """A grading child forked by a zygote, seen as the runner sees a `subprocess.Popen`."""
 
@@ -153,7 +159,8 @@ class _Zygote:
 
     def fork(self, argv: list[str], *, env: dict[str, str], cwd: Path, fds: list[int], log: int,
              submission: Path | None = None, group: cgroup.UnitGroup | None = None) -> int:
-        """Ask for a unit; its pid. EOFError or OSError if the zygote is gone. A sandboxed zygote gets
+        """Ask for a unit; its pid. OSError if the zygote was gone before the request reached it, `UnitLost` if it
+        died after (it may have forked the unit: the same descriptors must not go to another). A sandboxed zygote gets
         `submission` in its inbox first, and is in the unit's cgroup `group` for the fork."""
         if submission is not None:
             (self.inbox / submission.name).write_bytes(submission.read_bytes())
@@ -162,8 +169,12 @@ class _Zygote:
         if group is not None:
             group.adopt(self.host_pid)
         try:
+            # Not sent whole (the zygote was gone): it started nothing, and the request may go to another zygote.
             self.channel.send({"argv": argv, "env": env, "cwd": str(cwd), "fds": passed, "log": log}, passed)
-            message, _ = self.channel.receive()
+            try:
+                message, _ = self.channel.receive()
+            except (EOFError, OSError) as exc:
+                raise UnitLost("the grading zygote died as it started the unit") from exc
         except BaseException:  # no answer read (a Ctrl-C, say): a late one would put the channel out of step
             self.dead = True
             with contextlib.suppress(OSError):
@@ -275,7 +286,7 @@ class Pool:
                 try:
                     pid = zygote.fork(argv, env=env, cwd=self.course.root, fds=fds, log=log,
                                       submission=submission, group=group)
-                except (EOFError, OSError):
+                except OSError:  # the request did not reach it (`UnitLost`, where it may have, goes on up)
                     zygote.dead = True
                     continue
                 unit = Unit(zygote, pid, self._ended)

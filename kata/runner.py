@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import os
 import secrets
 import signal
@@ -45,7 +46,7 @@ from kata.outcomes import (
     NOT_IMPLEMENTED,
     PASSED,
 )
-from kata.pool import Pool, PoolError, Unit
+from kata.pool import Pool, PoolError, Unit, UnitLost
 
 # Kata outcomes (PASSED, FAILED and NOT_IMPLEMENTED: kata.outcomes).
 SYNTAX_ERROR = protocol.SYNTAX_ERROR
@@ -336,6 +337,21 @@ class _Run:
         self.isolated = wrapper is not None or submission is not None  # `submission`: in a sandboxed pool
         self.memory_group = memory_group
         self.memory = kata.memory_mb if memory_mb is None else memory_mb
+        start = functools.partial(self._start, course, kata, path, devices=devices, seed=seed, graders=graders,
+                                  wait=wait, on_event=on_event, wrapper=wrapper, pool=pool, submission=submission,
+                                  runs_at_once=runs_at_once, cuda_checks_on_cpu=cuda_checks_on_cpu,
+                                  settle_early=settle_early)
+        try:
+            start()
+        except UnitLost:
+            # Its zygote died as it forked: that unit may hold the pipes, closed at our end now (so it ends, and
+            # what it writes reaches no one). Another zygote gets new pipes and a new key.
+            start()
+
+    def _start(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, graders: Path | None,
+               wait: bool, on_event: Callable[[dict], None] | None, wrapper: list[str] | None, pool: Pool | None,
+               submission: Path | None, runs_at_once: int, cuda_checks_on_cpu: bool, settle_early: bool) -> None:
+        """The child started, with its pipes and key; on any failure every pipe is closed at our end."""
         self.key = secrets.token_bytes(32)
         key_read, key_write = os.pipe()
         results_read, results_write = os.pipe()
@@ -364,7 +380,7 @@ class _Run:
         try:
             if pool is not None:
                 self.child = pool.spawn(argv, env=env, fds=passed, log=log_write, kata=kata, submission=submission,
-                                        group=memory_group)
+                                        group=self.memory_group)
             else:
                 self.child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_write,
                                               stderr=subprocess.STDOUT, env=env, cwd=course.root,

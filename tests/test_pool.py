@@ -230,6 +230,42 @@ def test_a_zygote_that_dies_under_its_unit_takes_the_unit_and_is_replaced(course
         assert zygote not in pool.pids()
 
 
+def test_a_unit_whose_zygote_died_as_it_forked_is_started_again_with_new_pipes(course, student_file, monkeypatch):
+    """The zygote may die after it forked a unit and before its answer reached the pool: that unit runs on, holding
+    the request's pipes. It must not share them with the unit started in its place (both would write to one
+    results pipe, which reads as tampering): the runner starts again with new pipes and a new key, and the lost
+    unit, its pipes closed at our end, ends."""
+    from kata.grading.zygote import Channel
+
+    real_receive, lost = Channel.receive, []
+
+    def answer_lost(self, timeout=None):
+        if not lost:  # the first answer, the new unit's pid: it is forked, then its zygote dies unheard
+            zygote = next(pid for pid in zygote_pids() if pid in pool.pids())
+            lost.append(wait_for_child(zygote))
+            os.kill(zygote, signal.SIGKILL)
+            raise EOFError("the zygote died")
+        return real_receive(self, timeout)
+
+    monkeypatch.setattr(Channel, "receive", answer_lost)
+    with Pool(course, 1) as pool:
+        result = runner.run_kata(course, course.find("9.1"), student_file(CORRECT_SOFTMAX), pool=pool, timeout=TIMEOUT)
+        assert result.outcome == runner.PASSED, (result.outcome, result.message)
+        [unit] = lost
+        assert gone(unit), "the lost unit outlived its pipes"
+
+
+def wait_for_child(parent: int, within: float = 30) -> int:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+            if children:
+                return int(children[0])
+        time.sleep(0.005)
+    raise AssertionError(f"process {parent} forked nothing")
+
+
 def test_no_zygote_or_unit_is_left_once_the_pool_closes(course, student_file):
     pool = Pool(course, 2)
     zygotes = pool.pids()
