@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,19 @@ def alive(pid: int) -> bool:
     """A process that exists and is not a zombie waiting to be reaped."""
     state = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
     return bool(state) and not state.startswith("Z")
+
+
+def children_of(pid: int, pattern: str | None = None) -> set[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid), *(["-f", pattern] if pattern else [])], capture_output=True,
+                           text=True).stdout
+    return {int(p) for p in found.split()}
+
+
+def wait_until(condition, what: str, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(0.1)
+    return value
+

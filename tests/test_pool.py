@@ -24,7 +24,7 @@ from kata.course import load_course
 from kata.grading import cgroup, isolation
 from kata.pool import Pool
 from kata.verify import with_mistake
-from tests.conftest import CORRECT_SOFTMAX, copy_course
+from tests.conftest import CORRECT_SOFTMAX, children_of, copy_course, wait_until
 
 TIMEOUT = 180  # generous for a loaded machine, except where the timeout is the point
 
@@ -241,8 +241,8 @@ def test_a_unit_whose_zygote_died_as_it_forked_is_started_again_with_new_pipes(c
 
     def answer_lost(self, timeout=None):
         if not lost:  # the first answer, the new unit's pid: it is forked, then its zygote dies unheard
-            zygote = next(pid for pid in zygote_pids() if pid in pool.pids())
-            lost.append(wait_for_child(zygote))
+            [zygote] = pool.pids()
+            lost.extend(wait_until(lambda: children_of(zygote), "the unit, forked by its zygote"))
             os.kill(zygote, signal.SIGKILL)
             raise EOFError("the zygote died")
         return real_receive(self, timeout)
@@ -253,17 +253,6 @@ def test_a_unit_whose_zygote_died_as_it_forked_is_started_again_with_new_pipes(c
         assert result.outcome == runner.PASSED, (result.outcome, result.message)
         [unit] = lost
         assert gone(unit), "the lost unit outlived its pipes"
-
-
-def wait_for_child(parent: int, within: float = 30) -> int:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        with contextlib.suppress(OSError):
-            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-            if children:
-                return int(children[0])
-        time.sleep(0.005)
-    raise AssertionError(f"process {parent} forked nothing")
 
 
 def test_no_zygote_or_unit_is_left_once_the_pool_closes(course, student_file):

@@ -288,7 +288,7 @@ def zygote_base(*modules) -> types.SimpleNamespace:
         pytest.skip("this interpreter's dicts carry no version tags: units seal as cold children do")
     zygote = sandbox._seal(None)
     zygote.take([(module.__name__, module) for module in modules], frozenset(), None)
-    return zygote.base()
+    return zygote.export()
 
 
 def test_a_seal_started_from_a_zygotes_takes_what_changed_since_and_verifies_as_a_fresh_one():

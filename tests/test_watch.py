@@ -20,7 +20,7 @@ from kata import progress as prog
 from kata import render, runner, watch
 from kata.course import load_course
 from kata.pool import Pool
-from tests.conftest import CORRECT_SOFTMAX, alive
+from tests.conftest import CORRECT_SOFTMAX, alive, children_of, wait_until
 
 pexpect = pytest.importorskip("pexpect")
 
@@ -309,21 +309,6 @@ SLOW_FIRST_CALL = CORRECT_SOFTMAX.replace("import torch\n", "import time\n\nimpo
 
 def parent_of(pid: int) -> int:
     return int(subprocess.run(["ps", "-o", "ppid=", "-p", str(pid)], capture_output=True, text=True).stdout)
-
-
-def children_of(pid: int, pattern: str | None = None) -> set[int]:
-    found = subprocess.run(["pgrep", "-P", str(pid), *(["-f", pattern] if pattern else [])], capture_output=True,
-                           text=True).stdout
-    return {int(p) for p in found.split()}
-
-
-def wait_until(condition, what: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout} s")
-        time.sleep(0.1)
-    return value
 
 
 def pooled_watcher(course, course_root, pool) -> watch.Watcher:

@@ -322,22 +322,28 @@ def prepare_seal() -> None:
     cost a unit. Nothing here where dicts carry no version tag: a unit then seals as a cold child does."""
     global _seal_base
     seal = _seal(None)
-    if seal.base is None:
+    if seal.export is None:
         return
-    try:
-        import _posixsubprocess
-        import subprocess  # noqa: F401  (what `install` imports before it replaces fork_exec)
-
-        fork_exec = _posixsubprocess.fork_exec
-    except ImportError:  # Windows
-        fork_exec = None
     modules = [(name, module) for name, module in list(sys.modules.items()) if isinstance(module, types.ModuleType)]
     seal.take(modules, frozenset(), None)
-    base = seal.base()
-    if fork_exec is not None:
-        base.fork_exec_bindings = [(module.__dict__, name) for _, module in modules
-                                   for name, value in list(module.__dict__.items()) if value is fork_exec]
+    base = seal.export()
+    fork_exec = _posix_fork_exec()
+    base.fork_exec_bindings = _bindings(fork_exec, [module.__dict__ for _, module in modules]) if fork_exec else []
     _seal_base = base
+
+
+def _posix_fork_exec():
+    """`_posixsubprocess.fork_exec`, which subprocess and multiprocessing start processes with (None on Windows)."""
+    try:
+        import _posixsubprocess
+    except ImportError:
+        return None
+    return _posixsubprocess.fork_exec
+
+
+def _bindings(value, namespaces: list[dict]) -> list[tuple[dict, str]]:
+    """(namespace, name) for every name bound to `value` in `namespaces`."""
+    return [(namespace, name) for namespace in namespaces for name, bound in list(namespace.items()) if bound is value]
 
 
 def install(*, key: bytes | None, fd: int) -> None:
@@ -350,13 +356,7 @@ def install(*, key: bytes | None, fd: int) -> None:
     import _thread
 
     start_new_thread = _thread.start_new_thread
-    fork_exec = None
-    try:
-        import _posixsubprocess
-
-        fork_exec = _posixsubprocess.fork_exec
-    except ImportError:  # Windows
-        pass
+    fork_exec = _posix_fork_exec()
     sys.addaudithook(_make_hook(key, fd, start_new_thread, fork_exec, base))
     import contextlib
     import signal
@@ -371,15 +371,12 @@ def install(*, key: bytes | None, fd: int) -> None:
     if fork_exec is not None:
         import subprocess  # noqa: F401  (it keeps its own reference, `subprocess._fork_exec`: replaced below)
 
-        for module in list(sys.modules.values()):
-            if isinstance(module, types.ModuleType):
-                namespace = module.__dict__
-                if base is not None and base.unchanged(namespace):
-                    continue  # as the zygote saw it: its bindings are among `base.fork_exec_bindings`
-                for name, value in list(namespace.items()):
-                    if value is fork_exec:
-                        namespace[name] = _fork_exec
-        for namespace, name in base.fork_exec_bindings if base is not None else ():
+        namespaces = [module.__dict__ for module in list(sys.modules.values()) if isinstance(module, types.ModuleType)]
+        known = []
+        if base is not None:  # the namespaces as the zygote saw them: their bindings are the ones it found
+            known = base.fork_exec_bindings
+            namespaces = [namespace for namespace in namespaces if not base.unchanged(namespace)]
+        for namespace, name in [*known, *_bindings(fork_exec, namespaces)]:
             if namespace.get(name) is fork_exec:
                 namespace[name] = _fork_exec
     # `_posixshmem.shm_open` makes /dev/shm files and `os.memfd_create` anonymous memory files, both shared
@@ -715,7 +712,7 @@ def _seal(tamper, base: types.SimpleNamespace | None = None) -> types.SimpleName
     Until `take`, there is nothing to verify.
 
     Where dicts carry version tags (`_dict_versions`), each namespace's tag is recorded with its copy: one
-    whose tag is unchanged is unchanged, and needs no comparing. `base()` then gives what was taken, for a
+    whose tag is unchanged is unchanged, and needs no comparing. `export()` then gives what was taken, for a
     zygote's units (`prepare_seal`): a seal made with it as `base` takes only what changed since."""
     import functools
     import gc
@@ -751,19 +748,28 @@ def _seal(tamper, base: types.SimpleNamespace | None = None) -> types.SimpleName
     core: list = []
     owners: dict = {}  # id(module or class) -> its entry, to verify what a caller can reach
     owners_by_dict: dict = {}  # id(its namespace) -> the same entry
-    keep: list = []  # what `owners` names, kept alive so that the ids stay theirs
+    keep: list = []  # the (name, module) pairs sealed: what `owners` names, kept alive so that the ids stay theirs
     builtins_module = None
     get_default_dtype = default_dtype = None
     sealed_ids: list = []  # built on first use: the ids of every function and class reachable from the seal
 
+    def copy_namespace(item) -> None:
+        """(Re)take `item`'s copy of its namespace, and its tag now (read first: a change while copying shows)."""
+        reader = item[7]
+        item[6] = reader.value if reader is not None else None
+        item[1] = item[0].copy()
+
+    def unmoved(item) -> bool:
+        """Whether `item`'s namespace still has the tag its copy was taken with (False where there are no tags)."""
+        reader = item[7]
+        return reader is not None and reader.value == item[6]
+
     def copy_into(item) -> None:
         """(Re)take `item`'s copies of its namespace and, if strict, of the containers bound there."""
-        mapping, strict, reader = item[0], item[2], item[7]
-        item[6] = reader.value if reader is not None else None  # before copying: a change while copying shows
-        item[1] = saved = mapping.copy()
+        copy_namespace(item)
         deep = []
-        if strict:
-            for k, v in saved.items():
+        if item[2]:
+            for k, v in item[1].items():
                 tv = s_type(v)
                 if tv is s_dict:
                     deep.append((k, v, v.copy()))
@@ -822,15 +828,14 @@ def _seal(tamper, base: types.SimpleNamespace | None = None) -> types.SimpleName
         classes added), every module loaded since is added. False (nothing adopted) where a module `base`
         holds is no longer loaded as it was."""
         now = s_dict(modules)
-        if not s_all(dict_get(now, name, missing) is module for name, module in base.modules):
+        if not s_all(dict_get(now, name, missing) is module for name, module in base.keep):
             return False
         full.extend(base.full)
         core.extend(base.core)
         owners.update(base.owners)
         owners_by_dict.update(base.owners_by_dict)
-        keep.extend(base.keep)
         for item in base.full:
-            if item[7].value != item[6] or item[4]:  # changed, or strict (its containers may have changed)
+            if not unmoved(item) or item[4]:  # changed, or strict (its containers may have changed)
                 copy_into(item)
                 if not item[5]:
                     add_classes(item[3], item[0], item[2])
@@ -863,14 +868,12 @@ def _seal(tamper, base: types.SimpleNamespace | None = None) -> types.SimpleName
     def unchanged(namespace: dict) -> bool:
         """Whether `namespace` is sealed and has not changed since its copy was taken."""
         item = dict_get(owners_by_dict, s_id(namespace))
-        return item is not None and item[0] is namespace and item[7] is not None and item[7].value == item[6]
+        return item is not None and item[0] is namespace and unmoved(item)
 
-    def exported() -> types.SimpleNamespace:
-        """What was taken, to start a later seal from (`base`)."""
-        modules = s_list(keep)
+    def export() -> types.SimpleNamespace:
+        """What was taken, to start a later seal from (`base`): the modules sealed are `keep`."""
         return namespace_type(full=full, core=core, owners=owners, owners_by_dict=owners_by_dict, keep=keep,
-                              modules=modules, names=s_frozenset(name for name, _ in modules), unchanged=unchanged,
-                              fork_exec_bindings=[])
+                              names=s_frozenset(name for name, _ in keep), unchanged=unchanged)
 
     def callable_like(value) -> bool:
         t = s_type(value)
@@ -882,14 +885,14 @@ def _seal(tamper, base: types.SimpleNamespace | None = None) -> types.SimpleName
         """The labels of what changed; refreshes entries whose only changes are allowed."""
         changed = []
         for item in entries:
-            mapping, saved, strict, label, deep, is_class, tag, reader = item
+            mapping, saved, strict, label, deep, is_class, _, reader = item
             for name, container, copy in deep:  # a strict namespace's containers: whatever became of the namespace
                 if s_type(copy) is s_dict:
                     if s_len(container) != s_len(copy) or not s_all(s_map(is_, copy.values(), container.values())):
                         changed.append(label + "." + name)
                 elif s_len(container) != s_len(copy) or not s_all(s_map(is_, copy, container)):
                     changed.append(label + "." + name)
-            if (reader.value == tag) if reader is not None else (  # an unchanged tag: an unchanged namespace
+            if unmoved(item) if reader is not None else (  # an unchanged tag: an unchanged namespace
                     s_len(mapping) == s_len(saved) and s_all(s_map(is_, saved.values(), mapping.values()))):
                 continue
             if not str_keys(mapping):
@@ -915,8 +918,7 @@ def _seal(tamper, base: types.SimpleNamespace | None = None) -> types.SimpleName
             if bad:
                 changed.extend(label + "." + s_str(k) for k in bad[:3])
             else:  # only allowed changes: they become the namespace's sealed state (its containers' copies stay)
-                item[6] = reader.value if reader is not None else None  # before copying: a change while copying shows
-                item[1] = mapping.copy()
+                copy_namespace(item)
         if get_default_dtype is not None and get_default_dtype() is not default_dtype:
             changed.append("torch default dtype (torch.set_default_dtype)")
         return changed
@@ -1018,7 +1020,7 @@ def _seal(tamper, base: types.SimpleNamespace | None = None) -> types.SimpleName
             sealed_ids.append(s_frozenset(found))
         return s_id(obj) in sealed_ids[0]
 
-    return types.SimpleNamespace(take=take, check=check, holds=holds, base=exported if version is not None else None)
+    return types.SimpleNamespace(take=take, check=check, holds=holds, export=export if version is not None else None)
 
 
 # --------------------------------------------------------------------------------------------------
