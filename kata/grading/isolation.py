@@ -40,6 +40,7 @@ SUBMISSION_DIR = "/submission"  # where the student's private copy appears insid
 TMP_MB = 256  # the private /tmp
 SHM_MB = 64  # the private /dev/shm (torch on the CPU needs none; processes that would share it are refused)
 _NOBODY = 65534  # the uid of a warm sandbox started by root
+_PR_SET_DUMPABLE = 4
 TMPFS_MB = TMP_MB + SHM_MB  # memory the unit's files can hold, beside its own
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf",
@@ -54,6 +55,16 @@ ENABLE_USER_NAMESPACES = (
     "/usr/bin/bwrap an AppArmor profile with `userns,`; older Debian: `sudo sysctl -w "
     "kernel.unprivileged_userns_clone=1`; elsewhere check `sysctl user.max_user_namespaces` is above 0")
 INSTALL = "install bubblewrap: `sudo apt-get install bubblewrap` (Debian, Ubuntu), `sudo dnf install bubblewrap`"
+
+
+def undumpable() -> None:
+    """Make this process undumpable (Linux): a process of the same user (the student's, where it can see this
+    one) can then neither trace it nor read or write its memory or descriptors through /proc. Every process
+    that judges or records a grade does this before it starts the student's code."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 @dataclass(frozen=True)

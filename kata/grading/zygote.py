@@ -1,15 +1,15 @@
 """A warm grading process: `python -m kata.grading.zygote FD [--sandboxed] [MODULE ...]`, started by `kata.pool`.
 
 Most of a grading unit's cost is starting Python and `import torch`. A zygote pays it once: it imports
-torch, pytest, hypothesis and the grading modules (`kata.grading.child`, `kata.grading.plugin`), and the
-torch MODULEs its kata's graders import while loading (a kata's `warm_imports`: torch._dynamo, about 2 s,
-for the katas whose graders build an optimiser or a meta-device triangle), then forks one fresh process
-per unit. It never imports a grader, a reference solution or a student's file, never holds a run's key,
-and runs no tensor operation, so each unit starts from the state a cold child (`python -m
-kata.grading.child`) reaches after the same imports (torch's modules sealed with the rest, as a cold
-child's graders leave them), and goes on exactly as a cold child does: `kata.grading.child.main` with
-the same arguments reads the key from its pipe, applies the memory limit, has the plugin install the
-sandbox, seals, grades, and the unit exits. A unit is used once.
+torch, pytest, hypothesis and the grading modules (the judge's, `kata.grading.child` and `plugin`, and the
+student process's, `kata.student`), and the torch MODULEs its kata's graders import while loading (a kata's
+`warm_imports`: torch._dynamo, about 2 s, for the katas whose graders build an optimiser or a meta-device
+triangle), then forks one fresh judge per unit. It never imports a grader, a reference solution or a
+student's file, and runs no tensor operation, so each unit starts from the state a cold judge
+(`python -m kata.grading.child`) reaches after the same imports, and goes on exactly as a cold judge does:
+`kata.grading.child.main` with the same arguments forks the student's process (which builds its own
+walls), grades, and the unit exits. A unit is used once. The zygote is undumpable: the student's process
+of a unit, which may run as the same user, cannot reach into it and so into the units after it.
 
 Threads: a fork copies only the calling thread, so the zygote starts none. After its imports the only
 other thread can be OpenBLAS's (numpy's, sized by OPENBLAS_NUM_THREADS), which OpenBLAS itself stops
@@ -18,21 +18,18 @@ parallel tensor operation, so it first starts in the unit, sized by the unit's o
 
 What Python and the imports draw at random once per process is the zygote's, shared by its units: the
 string hash seed, numpy's global generator. No check depends on them (`random` reseeds itself in a
-forked child; torch's default generator starts from a fixed seed, and the plugin seeds it per check).
-Hypothesis registers the generators it manages in the zygote, as a cold child does at its start
-(`child.register_hypothesis_randoms`). The zygote seals what it loaded (`sandbox.prepare_seal`): a
-unit's seal brings that one up to date, copying again only the namespaces whose dicts changed since,
-and ends as a cold child's would; every page of the zygote a unit touches is a page the kernel copies
-for it, and a fresh seal touched every object bound in every module. Then everything the imports made
-is frozen out of the garbage collector's sight (`gc.freeze`): a unit's collections scan only what the
-unit made.
+forked child; torch's default generator starts from a fixed seed, and the plugin seeds it per check, here
+and in the student's process). Hypothesis registers the generators it manages in the zygote, as a cold
+judge does at its start (`child.register_hypothesis_randoms`). Then everything the imports made is frozen
+out of the garbage collector's sight (`gc.freeze`): a unit's collections scan only what the unit made, and
+its pages stay shared with the zygote.
 
 The protocol, over the socketpair whose end is FD (one JSON object per line, `Channel`):
 - the pool sends `{"argv", "env", "cwd", "fds", "log"}` with the unit's descriptors attached
-  (`socket.send_fds`): the key pipe, the results pipe, the go pipe if any, and the pipe for its
+  (`socket.send_fds`): the results pipe, the lifeline, the go pipe if any, and the pipe for its
   stdout/stderr. `argv` is `kata.grading.child`'s, naming the descriptors by the pool's numbers (`fds`,
   in the order they are attached; `log` is the output pipe's);
-- the zygote forks and answers `{"pid"}` once the unit leads its own session (as a cold child started
+- the zygote forks and answers `{"pid"}` once the unit leads its own session (as a cold judge started
   with `start_new_session`), so the pool may signal its process group from then on;
 - when the unit ends: `{"exit": pid, "status": waitpid's status}`;
 - when the pool closes its end, the zygote kills what it still runs and exits.
@@ -40,11 +37,10 @@ The protocol, over the socketpair whose end is FD (one JSON object per line, `Ch
 
 In a sandbox (`--sandboxed`, as `kata grade` starts its zygotes: `kata.pool`), a zygote lives inside
 bubblewrap, one per kata, seeing what a cold unit of that kata sees (`isolation.command`): the student's
-file appears in its /submission folder only while that student's unit runs. It makes itself undumpable,
-tries the walls of `kata.grading.contain` once in a trial fork, and says `{"ready": true}` (or why not)
-before its first request. Each unit then builds those walls before anything else: its own user, mount,
-PID and IPC namespaces, fresh /tmp and /dev/shm, no capabilities. The pool moves the zygote into the
-unit's memory cgroup for the fork, so the unit is charged from its first page.
+file appears in its /submission folder only while that student's unit runs. It tries once, in a trial
+fork, that a student's process can build its walls there (`kata.student.walls`), and says
+`{"ready": true}` (or why not) before its first request. The pool moves the zygote into the unit's memory
+cgroup for the fork, so the unit (the judge and the student's process) is charged from its first page.
 """
 
 from __future__ import annotations
@@ -61,10 +57,11 @@ import sys
 import time
 import traceback
 
-# The arguments of `kata.grading.child` that name a descriptor: the results pipe, `--kata-key-fd=`,
-# `--kata-lifeline-fd=`, `--kata-go-fd=`.
+# The arguments of `kata.grading.child` that name a descriptor: the results pipe, `--kata-lifeline-fd=`,
+# `--kata-go-fd=`.
 _DESCRIPTOR_ARGUMENT = re.compile(r"^(fd:|--kata-[a-z-]+-fd=)(\d+)$")
-_MAX_DESCRIPTORS = 8  # a request carries five at most (the log too)
+_MAX_DESCRIPTORS = 8  # a request carries four at most (the log too)
+_MAX_LINE = 1024 * 1024  # a message of the pool's is a few kilobytes
 
 
 class Channel:
@@ -94,6 +91,8 @@ class Channel:
             if not data:
                 raise EOFError("the other end of the channel closed")
             self._buffer += data
+            if len(self._buffer) > _MAX_LINE:
+                raise ValueError(f"a message longer than {_MAX_LINE:,} bytes")
         line = bytes(self._buffer[:end])
         del self._buffer[: end + 1]
         fds, self._descriptors = self._descriptors, []
@@ -113,7 +112,7 @@ def renumber(argv: list[str], numbers: dict[int, int]) -> list[str]:
 
 
 def _preload(warm_imports: list[str]) -> None:
-    """What every unit needs before the key, the graders or the student's file exist (kata.toolkit is
+    """What every unit needs before the graders or the student's file exist (kata.toolkit's properties are
     left to the graders: `kata.toolkit.properties` reads the run's seed when imported), and the torch
     modules its kata's graders would import while loading (`warm_imports` in course.toml)."""
     import importlib
@@ -122,14 +121,14 @@ def _preload(warm_imports: list[str]) -> None:
     import pytest  # noqa: F401
     import torch  # noqa: F401
 
-    from kata.grading import child, plugin, sandbox  # noqa: F401  (plugin: imported for the units)
+    from kata.grading import child, plugin  # noqa: F401  (plugin: imported for the units)
+    from kata.student import serve  # noqa: F401  (the student's process, forked by each unit)
 
     for name in warm_imports:
         if name.split(".")[0] != "torch":  # torch's own code only: never a grader's, a solution's, a student's
             raise ValueError(f"a zygote imports torch modules only, not {name!r}")
         importlib.import_module(name)
     child.register_hypothesis_randoms()
-    sandbox.prepare_seal()  # each unit's seal starts from this one: it copies again only what changed since
     # What the imports made lives as long as the process: frozen, the units' garbage collections never scan
     # it (a full collection among torch's objects takes a tenth of a second), and their pages stay shared.
     gc.collect()
@@ -145,9 +144,8 @@ def _open_descriptors() -> set[int]:
     return found
 
 
-def serve(channel: Channel, sandboxed: bool = False) -> None:
-    """Fork a unit for each request until the pool closes the channel; `sandboxed`: each unit in walls of its
-    own (`kata.grading.contain`)."""
+def serve(channel: Channel) -> None:
+    """Fork a unit for each request until the pool closes the channel."""
     inherited = _open_descriptors()  # stdio and whatever the imports opened, as a cold child has them
     cold_sigchld = signal.getsignal(signal.SIGCHLD)
     # A unit's end wakes the loop through this pipe (no thread: a fork would copy it half-done).
@@ -176,7 +174,7 @@ def serve(channel: Channel, sandboxed: bool = False) -> None:
                 os.close(fd)
             channel.send({"error": f"{len(fds)} descriptors came with the request, {len(request['fds'])} named"})
             continue
-        pid = _fork_unit(request, fds, keep=inherited, close=own, cold_sigchld=cold_sigchld, sandboxed=sandboxed)
+        pid = _fork_unit(request, fds, keep=inherited, close=own, cold_sigchld=cold_sigchld)
         running.add(pid)
         channel.send({"pid": pid})
     for pid in running:  # the pool went away: so do its units
@@ -200,8 +198,7 @@ def _report_ended(channel: Channel, running: set[int]) -> None:
             channel.send({"exit": pid, "status": status})
 
 
-def _fork_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int], cold_sigchld,
-               sandboxed: bool) -> int:
+def _fork_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int], cold_sigchld) -> int:
     """Fork the unit of `request`; its pid once it leads its own session."""
     in_session_read, in_session_write = os.pipe()
     sys.stdout.flush()  # nothing buffered here may be written twice
@@ -213,7 +210,7 @@ def _fork_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int]
             os.close(in_session_read)
             os.setsid()
             os.close(in_session_write)
-            status = _run_unit(request, fds, keep=keep, close=close, cold_sigchld=cold_sigchld, sandboxed=sandboxed)
+            status = _run_unit(request, fds, keep=keep, close=close, cold_sigchld=cold_sigchld)
         except BaseException:  # what an uncaught exception does to a cold child: its traceback, status 1
             traceback.print_exc()
         finally:
@@ -229,13 +226,10 @@ def _fork_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int]
     return pid
 
 
-def _run_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int], cold_sigchld,
-              sandboxed: bool) -> int:
-    """In the forked unit: become what a cold child is at this point, then grade as it does."""
+def _run_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int], cold_sigchld) -> int:
+    """In the forked unit: become what a cold judge is at this point, then grade as it does."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, cold_sigchld)  # the one handler the zygote changed
-    if sandboxed:
-        _walls()  # returns in the grading process only
     numbers = dict(zip(request["fds"], fds, strict=True))
     log = numbers[request["log"]]
     os.dup2(log, 1)
@@ -254,44 +248,48 @@ def _run_unit(request: dict, fds: list[int], *, keep: set[int], close: set[int],
     return child.main(argv)
 
 
-def _walls() -> None:
-    from kata.grading import contain, isolation
-
-    contain.contain(isolation.TMP_MB * 1024 * 1024, isolation.SHM_MB * 1024 * 1024)
-
-
 def trial() -> str:
-    """Why a unit could not build its walls here ("" if it can): one fork that builds them and exits."""
+    """Why a student's process could not build its walls here ("" if it can): one fork that builds them."""
+    from kata.student import walls
+
+    read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            _walls()
+            os.close(read)
+            report = walls.build(hidden=[], keep={write})
+            os.write(write, (report.problem or "").encode())
             code = 0
         except BaseException:
             traceback.print_exc()
         finally:
             os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        problem = pipe.read().decode()
     _, status = os.waitpid(pid, 0)
-    return "" if status == 0 else f"a trial unit could not build its walls (status {os.waitstatus_to_exitcode(status)})"
+    if status != 0:
+        return f"a trial of the student's walls failed (status {os.waitstatus_to_exitcode(status)})"
+    return problem
 
 
 def main() -> None:
+    from kata.grading import isolation
+
     channel = Channel(socket.socket(fileno=int(sys.argv[1])))
     sandboxed = sys.argv[2:3] == ["--sandboxed"]
     _preload(sys.argv[3:] if sandboxed else sys.argv[2:])
+    isolation.undumpable()
     if sandboxed:
-        from kata.grading import contain
-
         try:
-            contain.protect_zygote()
             problem = trial()
         except OSError as exc:
             problem = str(exc)
         channel.send({"ready": not problem, "problem": problem})
         if problem:
             return
-    serve(channel, sandboxed)
+    serve(channel)
 
 
 if __name__ == "__main__":

@@ -179,15 +179,11 @@ def _clip(text: str) -> str:
 
 
 def score_of(result, points: float) -> float:
-    """The points nbgrader records: `points` times the passed checks' weight over the total weight, so
-    each check is worth points * weight / total weight, as in `kata.runner`. Computed as one product
-    and one quotient (not a sum of shares), so passing every check gives exactly `points`. A tampered
-    run's checks do not count: 0."""
-    from kata import runner
-
-    if result.outcome == runner.TAMPERED:
-        return 0.0
-    total = sum(c.weight for c in result.checks)
+    """The points nbgrader records: `points` times the passed checks' weight over the total weight of the
+    checks that were to run, so each check is worth points * weight / total weight, as in `kata.runner`.
+    Computed as one product and one quotient (not a sum of shares), so passing every check gives exactly
+    `points`."""
+    total = result.total_weight
     passed = sum(c.weight for c in result.checks if c.passed)
     return float(min(max(points * passed / total, 0.0), points)) if total else 0.0
 

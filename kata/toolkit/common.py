@@ -6,7 +6,6 @@ A kata's graders call these with their own modules and inputs, and keep only wha
                            context="Encoder(2, 8, 2, 16)")
     out = check_output_like(encoder(x), x, "the encoder", context="Encoder(2, 8, 2, 16)")
     check_batch_independence(lambda b: encoder(x[b], mask[b]), batch=4, what="encoded")
-    encoder = given_copies(student.Encoder(...))  # every other check: a mistake costs points once
 
 Each check declares the mistakes it can name (its `mistakes` attribute): a grader module that holds the
 check counts them among the diagnoses its kata defines, as if it had defined them (`kata verify` then
@@ -21,6 +20,7 @@ from collections.abc import Callable, Mapping
 import torch
 
 from kata.grading.failure import Mistake, fail
+from kata.toolkit import remote
 from kata.toolkit.compare import assert_close, assert_finite, describe
 
 MODIFIES_INPUT = Mistake("modifies-input",
@@ -47,9 +47,11 @@ def check_inputs_unchanged(call: Callable[[], object], inputs: Mapping[str, torc
     tensors compared by value (the largest change shown), masks and tokens exactly. `hint` says how to
     build the kata's new tensors (`~mask`, not `mask.logical_not_()`)."""
     before = {name: t.clone() for name, t in inputs.items()}
-    call()
+    with remote.changed_inputs() as changed:  # tensors cross by value: what the student's code left in them
+        call()
     where = f" by {context}" if context else ""
-    for name, now in inputs.items():
+    for name, given in inputs.items():
+        now = changed[id(given)][1] if id(given) in changed else given
         if now.is_floating_point():
             assert_close(now, before[name], name=f"{name} after the call", what=f"{name} before it",
                          context=context, mistakes={MODIFIES_INPUT: now})
@@ -89,20 +91,6 @@ def check_gradients_equal(got: Mapping[str, torch.Tensor | None], expected: Mapp
                  ".data, .item() or a new tensor built from numbers)", *(unreached or {}).get(name, ()))
         assert_close(mine, theirs, name=f"gradient of {name}", what=what, context=context, rtol=rtol,
                      mistakes=(mistakes or {}).get(name))
-
-
-def given_copies(module: torch.nn.Module) -> torch.nn.Module:
-    """`module`, whose forward from now on receives copies of its tensor arguments: code that changes
-    an input in place is named once, by `check_inputs_unchanged` (given the module without copies), and
-    does not also derail every check that reuses its inputs. Copies are differentiable: gradients still
-    reach the caller's tensors."""
-    def copy(_module, args, kwargs):
-        def clone(value):
-            return value.clone() if isinstance(value, torch.Tensor) else value
-        return tuple(clone(a) for a in args), {k: clone(v) for k, v in kwargs.items()}
-
-    module.register_forward_pre_hook(copy, with_kwargs=True)
-    return module
 
 
 def check_batch_independence(run: Callable[[slice], torch.Tensor], batch: int, *, name: str = "output",

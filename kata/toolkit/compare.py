@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 import torch
 
 from kata.grading.failure import CheckFailed, ErrorPattern, Mistake, fail
+from kata.toolkit import remote
 
 # The verdict (does `actual` match `expected`?) is computed with these, captured when the graders are
 # imported, before any of the student's code exists: C functions of torch's immutable core types, run
@@ -49,9 +50,10 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
 
 
 def describe(t) -> str:
-    """`(2, 3) float32 cpu` for a tensor, the type name for anything else."""
+    """`(2, 3) float32 cpu` for a tensor, the type name for anything else (where it lives: an object of the
+    student's process is named by its type there)."""
     if not isinstance(t, torch.Tensor):
-        return type(t).__name__
+        return remote.type_name(t)
     return f"{tuple(t.shape)} {str(t.dtype).removeprefix('torch.')} {t.device.type}"
 
 

@@ -1,7 +1,10 @@
-"""Forbidden built-ins made to raise while the student's code calls them.
+"""Forbidden built-ins made to raise while the student's code calls them: advice, in the student's process.
 
-Two layers, both deciding who called by looking at the stack (the first frame outside torch, the
-standard library and site-packages):
+The trusted check is the source scan (`kata.grading.scan`), done before anything runs. This guard runs in
+the student's own process, which can undo it, so it decides no grade by itself: it names the line of an
+honest mistake that reading could not see (a name built at run time). Two layers, both deciding who
+called by looking at the stack (the first frame outside torch, the standard library, site-packages and
+the kata package):
 
 - each forbidden name from `course.toml` is replaced by a wrapper (for a class, its `__init__`), so
   Python-level aliases are caught: `getattr(torch, "soft" + "max")`, `F.__dict__["softmax"]`,
@@ -12,10 +15,8 @@ standard library and site-packages):
   `torch.special.softmax`, `torch.sparse.softmax`. It matches by the function's name, normalised
   (`_softmax.default`, `special_softmax` and `native_layer_norm` all count as what they are).
 
-A call is the student's when that first frame is in the student's file (or other code the student
-made), or when it is in a grader or in this kata's reference solution while the student's code is
-further down the stack (the student calling a grader's helper to compute the answer). Graders and the
-reference pieces of earlier katas keep using the real thing.
+A call is the student's when that first frame is in the student's file (or other code the student made).
+The reference pieces of earlier katas (`kata.earlier`) keep using the real thing.
 """
 
 from __future__ import annotations
@@ -49,55 +50,33 @@ class ForbiddenBuiltin(Exception):
 
 
 class _Who:
-    """Classifies code by file: the student's, a grader's or the current reference, or anything else."""
+    """Classifies code by file: the student's, or trusted (libraries, the kata package, earlier katas' pieces)."""
 
-    def __init__(self, student_files=(), graders=(), reference_files=(), trusted=()):
+    def __init__(self, student_files=(), trusted_files=()):
         self.student_files = frozenset(student_files)
-        self.graders = tuple(graders)
-        self.reference_files = frozenset(reference_files)
-        self.trusted = tuple(trusted) or (_KATA_DIR, *_LIBRARY_DIRS)
+        self.trusted_files = frozenset(trusted_files)
 
     def is_student(self, filename: str) -> bool:
-        return filename in self.student_files or not (filename.startswith("<") or filename.startswith(self.trusted)
-                                                      or filename.startswith(self.graders))
+        return filename in self.student_files or not (
+            filename.startswith(("<", _KATA_DIR, *_LIBRARY_DIRS)) or filename in self.trusted_files)
 
-    def offender(self, frame, through: tuple[str, ...] = ()) -> tuple[str, int] | None:
+    def offender(self, frame) -> tuple[str, int] | None:
         """(file, line) of the student's code that made this call, or None when it is not the student's
-        (looking through library frames, and those of code under the `through` folders)."""
-        while frame is not None and frame.f_code.co_filename.startswith((*_LIBRARY_DIRS, *through)):
+        (looking through library frames)."""
+        while frame is not None and frame.f_code.co_filename.startswith(_LIBRARY_DIRS):
             frame = frame.f_back
-        if frame is None:
+        if frame is None or not self.is_student(frame.f_code.co_filename):
             return None
-        filename = frame.f_code.co_filename
-        if self.is_student(filename):
-            return filename, frame.f_lineno
-        if filename.startswith(self.graders) or filename in self.reference_files:
-            below = frame.f_back
-            while below is not None:
-                if self.is_student(below.f_code.co_filename):
-                    return below.f_code.co_filename, below.f_lineno
-                below = below.f_back
-        return None
+        return frame.f_code.co_filename, frame.f_lineno
 
 
 _who = _Who()
 
 
-def offender(frame, *, through_kata: bool = False) -> tuple[str, int] | None:
-    """(file, line) of the student's code responsible for a call made from `frame`, if it is theirs
-    (`through_kata`: also through kata's own frames, the forbidden-built-in mode's, say)."""
-    return _who.offender(frame, (_KATA_DIR,) if through_kata else ())
-
-
-def is_student(filename: str) -> bool:
-    """Whether `filename` is the student's code (their file, or other code they made)."""
-    return _who.is_student(filename)
-
-
-def configure(student_files, *, graders=(), reference_files=(), trusted=()) -> None:
-    """Say which files are the student's, the graders' and the current reference (before `arm`)."""
+def configure(student_files, trusted_files=()) -> None:
+    """Say which files are the student's, and which others are trusted (earlier katas' pieces), before `arm`."""
     global _who
-    _who = _Who(student_files, graders, reference_files, trusted)
+    _who = _Who(student_files, trusted_files)
 
 
 def resolve(dotted: str):
@@ -154,10 +133,8 @@ class ForbiddenMode(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def arm(forbidden: tuple[str, ...] | list[str], student_files: set[str] | None = None) -> list[str]:
+def arm(forbidden: tuple[str, ...] | list[str]) -> list[str]:
     """Guard every forbidden name; returns the names that could not be guarded (and why)."""
-    if student_files is not None and not _who.student_files:
-        configure(student_files)
     unguarded = []
     for name in forbidden:
         try:
