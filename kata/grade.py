@@ -265,7 +265,7 @@ def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprin
     points = result.points
     return KataGrade(submission.student, kata.id, result.outcome, points, kata.points, _clip(result.message),
                      relative, hashlib.sha256(content).hexdigest(), fingerprint, round(result.seconds, 3), where,
-                     checks, now, sandbox)
+                     checks, now, f"{sandbox}; {runner.describe_walls(result.walls)}")
 
 
 # ---- the class folder -------------------------------------------------------------------------------

@@ -78,6 +78,10 @@ ROOT="${{{root_env}:-/autograder}}"
 export KATA_COURSE="${{KATA_COURSE:-$ROOT/source}}"
 export KATA_PROGRESS="${{KATA_PROGRESS:-/tmp/kata-progress.json}}"
 cd "$ROOT"
+# Where the container allows no namespaces, the student's code runs as the user nobody: it must read neither
+# the course (graders, reference solutions) nor write the results.
+chmod -R go-rwx "$ROOT/source"
+mkdir -p "$ROOT/results" && chmod 700 "$ROOT/results"
 exec "${{KATA_AUTOGRADER_BIN:-/autograder/venv/bin}}/kata" gradescope run --katas {katas} --root "$ROOT"
 """
 

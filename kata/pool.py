@@ -1,23 +1,23 @@
-"""A warm grading pool: zygote processes that fork one grading child per unit.
+"""A warm grading pool: zygote processes that fork one judge per unit.
 
 A cold unit starts Python and imports torch, pytest and hypothesis: about 1.5 s of a 2 s unit. A pooled
 unit is forked from a zygote (`kata.grading.zygote`) that made those imports once, then set up and run
-exactly as a cold child is, with the same arguments, descriptors, environment and working folder, and
-discarded after one unit. `kata.runner` drives it through `Unit`, which stands in for the
-`subprocess.Popen` of a cold child (pid, poll, wait, returncode): the time budget, the stack sample, the
-killing of its process group and the reading of its results are the runner's, as for a cold child.
+exactly as a cold judge is, with the same arguments, descriptors, environment and working folder, and
+discarded after one unit (the judge forks its student's process as a cold one does). `kata.runner` drives
+it through `Unit`, which stands in for the `subprocess.Popen` of a cold judge (pid, poll, wait,
+returncode): the time budget's backstop, the killing of its process group and the reading of its results
+are the runner's, as for a cold judge.
 
 A kata whose graders import more of torch while loading (its `warm_imports` in course.toml: torch._dynamo,
-about 2 s a unit) gets zygotes that imported it too; the others get plain ones, whose units seal fewer
-modules. A pool holds at most `size` zygotes: one of another kind, idle, makes room for a new one.
+about 2 s a unit) gets zygotes that imported it too; the others get plain ones. A pool holds at most
+`size` zygotes: one of another kind, idle, makes room for a new one.
 
 `kata verify` grades through one pool of `--jobs` zygotes, `kata watch` through one of a single zygote for
 its session. `kata grade` through a sandboxed pool (`Pool(sandboxed=True)`): each zygote lives in the
 bubblewrap sandbox of one kata (`isolation.command`), at most `--jobs` of them at a time (an idle one of
-another kata makes room), and each unit builds walls of its own inside it (`kata.grading.contain`) and is
-born in its own memory cgroup: the pool moves the zygote into the unit's cgroup for the fork. That needs
-a memory cgroup per unit; where there is none, or with `KATA_POOL=0`, every unit starts cold, as in
-`kata check`.
+another kata makes room), and each unit is born in its own memory cgroup: the pool moves the zygote into
+the unit's cgroup for the fork. That needs a memory cgroup per unit; where there is none, or with
+`KATA_POOL=0`, every unit starts cold, as in `kata check`.
 """
 
 from __future__ import annotations
@@ -374,7 +374,7 @@ def _warm_sandbox(course: Course, kata: Kata, folder: Path, info_write: int) -> 
 
 def sandboxed_problem(course: Course) -> str:
     """Why `kata grade` cannot use a warm pool here ("" if it can): no pool, no memory cgroup per unit, or
-    a unit forked in a zygote's sandbox cannot build its walls (a trial, for `kata doctor`)."""
+    a student's process forked in a zygote's sandbox cannot build its walls (a trial, for `kata doctor`)."""
     if not enabled():
         return f"{POOL_VARIABLE}=0"
     if not cgroup.probe().available:

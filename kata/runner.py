@@ -90,6 +90,7 @@ class Check:
     dtype: str | None = None
     weight: float = 1.0
     points: float = 0.0
+    structural: bool = False  # compares no value with a truth: counts only beside a passing check of values
     diagnoses: list[dict] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
     output: str = ""
@@ -348,6 +349,7 @@ class _Run:
                 *([f"--kata-graders={Path(graders).resolve()}"] if graders is not None else []),
                 f"--kata-lifeline-fd={lifeline_read}", f"--kata-memory-mb={self.memory}",
                 *([f"--kata-go-fd={go_read}"] if wait else [f"--kata-budget={budget:g}"]),
+                *(["--kata-require-walls"] if self.isolated else []),
                 f"--kata-devices={devices}", f"--kata-seed={seed}",
                 *(["--kata-cuda-checks-on-cpu"] if cuda_checks_on_cpu else []),
                 *(["--kata-settle-early"] if settle_early else [])]
@@ -537,6 +539,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
             result.checks.append(Check(**fields))
         elif event["event"] == "gone" and gone is None:
             gone = event
+    _gate(result)
     _score(kata, result, planned)
     result.walls = session.get("walls") or {}
     result.complete = "cpu" in result.devices and not any(c.status == protocol.SKIPPED for c in result.checks)
@@ -615,6 +618,17 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
     return result
 
 
+def describe_walls(walls: dict) -> str:
+    """What a result's `walls` (`kata.student.walls.Report`) say, in a few words for reports."""
+    if not walls:
+        return "the student's process: no report of its walls"
+    user = " as user nobody" if walls.get("user") == "nobody" else ""
+    if walls.get("namespaces"):
+        return (f"the student's process{user} in namespaces of its own (files read-only, graders hidden, no "
+                "network)")
+    return f"the student's process{user} without namespaces ({walls.get('problem') or 'none here'})"
+
+
 def not_recorded(kata: Kata, result: KataResult, devices: str = "all") -> str | None:
     """Why this result does not go into the progress file (None: it does). A kata's status is what its
     own exercise file gets from every CPU check: another file (`--file`), part of the checks
@@ -644,8 +658,21 @@ def _incomplete(result: KataResult) -> None:
         check.points = 0.0
 
 
-_CHECK_FIELDS = {"id", "title", "status", "message", "device", "dtype", "weight", "points", "diagnoses", "frames",
-                 "output", "seconds"}
+_CHECK_FIELDS = {"id", "title", "status", "message", "device", "dtype", "weight", "points", "structural", "diagnoses",
+                 "frames", "output", "seconds"}
+UNEARNED = ("holds, but counts only beside a check of the values: no check that compares your results with the "
+            "right ones passed, and a constant answer could pass this one")
+
+
+def _gate(result: KataResult) -> None:
+    """A check marked structural (shapes, dtypes, unchanged inputs, relations among the student's own outputs)
+    that passed does not count where no check of the values passed: a program that computes nothing (a
+    constant, zeros of the right shape) earns nothing."""
+    if any(c.passed and not c.structural for c in result.checks):
+        return
+    for check in result.checks:
+        if check.passed and check.structural:
+            check.status, check.message = protocol.FAILED, UNEARNED
 
 
 def _score(kata: Kata, result: KataResult, planned: list[float] | None) -> None:

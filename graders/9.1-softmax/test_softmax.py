@@ -123,6 +123,7 @@ def test_all_equal_logits_are_uniform(student, device, dtype):
                      mistakes={NO_MAX: torch.full_like(x, torch.nan)})
 
 
+@pytest.mark.structural
 @given(x=tensors(scale=5.0), data=st.data())
 def test_shift_invariance(student, x, data):
     """Shift invariance: softmax(x + c) == softmax(x)"""
@@ -167,12 +168,14 @@ def test_gradients_match_torch(student, device, dtype):
                               context=f"x {describe(x)}, dim={dim}")
 
 
+@pytest.mark.structural
 def test_input_not_modified(student, device):
     """The input is left unchanged"""
     x = torch.randn(4, 6, device=device) * 10
     check_inputs_unchanged(lambda: student.softmax(x, dim=-1), {"the input": x})
 
 
+@pytest.mark.structural
 def test_keeps_dtype_and_device(student, device, dtype):
     """The output keeps the input's dtype and device"""
     x = torch.randn(2, 3, device=device, dtype=dtype)

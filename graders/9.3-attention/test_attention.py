@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged
 from kata.toolkit.compare import describe
 from kata.toolkit.gradients import gradcheck
@@ -156,17 +156,16 @@ def mistakes_for(q, k, v, mask=None, *, part=0) -> dict:
 
 # ---- calling the student's code ---------------------------------------------------------------------
 
-def call(student, q, k, v, mask=None, context="", *, copies=True):
+def call(student, q, k, v, mask=None, context=""):
     """The student's (output, weights), after checking that a pair came back.
 
-    The student gets copies: code that changes an input in place is named by the check for that alone,
-    never judged against a reference computed from the changed input (which would name another mistake)."""
-    if copies:
-        q, k, v, mask = (None if t is None else t.clone() for t in (q, k, v, mask))
+    The inputs cross to the student's process by value: code that changes an input in place changes only
+    its own copy, so it is named by the check for that alone (`test_inputs_not_modified`), never judged
+    against a reference computed from the changed input (which would name another mistake)."""
     result = student.scaled_dot_product_attention(q, k, v, mask=mask)
     if not isinstance(result, tuple | list) or len(result) != 2:
         fail("scaled_dot_product_attention should return a pair (output, weights), got "
-             f"{type(result).__name__}" + (f" of length {len(result)}" if isinstance(result, tuple | list) else "")
+             f"{remote.type_name(result)}" + (f" of length {len(result)}" if isinstance(result, tuple | list) else "")
              + (f" for {context}" if context else ""))
     return result
 
@@ -364,7 +363,7 @@ def test_inputs_not_modified(student, device):
     """q, k, v and the mask are left unchanged"""
     q, k, v = qkv(device, torch.float32, (2,), 4, 5, 6, 3, scale=10.0)
     mask = with_one_key(torch.rand(2, 4, 5, device=device) > 0.5)
-    check_inputs_unchanged(lambda: call(student, q, k, v, mask, copies=False),
+    check_inputs_unchanged(lambda: call(student, q, k, v, mask),
                            {"q": q, "k": k, "v": v, "the mask": mask},
                            hint="use ~mask or mask.logical_not(), which make a new tensor, not mask.logical_not_()")
 
@@ -399,8 +398,8 @@ def hand_head(state, x, context=None, mask=None, *, scale=None, kv_from_x=False,
 def make_head(student, device, dtype, state=None, d_model=D_MODEL, d_head=D_HEAD):
     """The student's head with `state` loaded strictly."""
     head = student.AttentionHead(d_model, d_head)
-    if not isinstance(head, nn.Module):
-        fail(f"AttentionHead(...) should be an nn.Module, got {type(head).__name__}")
+    if not remote.is_a(head, "Module"):
+        fail(f"AttentionHead(...) should be an nn.Module, got {remote.type_name(head)}")
     head = head.to(device=device, dtype=dtype)
     state = head_state(device, dtype, d_model, d_head) if state is None else state
     got = {name: tuple(p.shape) for name, p in head.state_dict().items()}
@@ -445,8 +444,8 @@ def test_head_parameters(student):
     head = student.AttentionHead(10, 6)
     for name in ("w_q", "w_k", "w_v"):
         layer = getattr(head, name, None)
-        if not isinstance(layer, nn.Linear):
-            fail(f"AttentionHead(10, 6).{name} should be an nn.Linear(10, 6), got {type(layer).__name__}")
+        if not remote.is_a(layer, "Linear"):
+            fail(f"AttentionHead(10, 6).{name} should be an nn.Linear(10, 6), got {remote.type_name(layer)}")
         if (layer.in_features, layer.out_features, layer.bias is not None) != (10, 6, True):
             fail(f"AttentionHead(10, 6).{name} should be nn.Linear(10, 6) with a bias, got {layer}")
     count = sum(p.numel() for p in head.parameters())
@@ -487,7 +486,7 @@ def test_head_attn_weights(student, device):
     weights = getattr(head, "attn_weights", None)
     if not isinstance(weights, torch.Tensor):
         fail("after forward, AttentionHead.attn_weights should hold the attention weights of that call "
-             f"(batch, q_len, k_len), got {type(weights).__name__}")
+             f"(batch, q_len, k_len), got {remote.type_name(weights)}")
     assert_close(weights, expected, name="attn_weights", what="the weights of the last forward",
                  context="x (2, 3, d_model), context (2, 5, d_model), a padding mask (2, 1, 5)",
                  mistakes=head_mistakes(state, x, memory, mask, part=1))

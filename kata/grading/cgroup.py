@@ -1,6 +1,6 @@
 """A memory limit that counts shared memory: a memory cgroup for each graded unit (Linux).
 
-`RLIMIT_DATA` (`kata.grading.limits`) counts what a process writes privately. Memory it shares does not
+`RLIMIT_DATA` (`kata.student.walls`) counts what a process writes privately. Memory it shares does not
 count there: files in `/tmp` and `/dev/shm` (tmpfs), `memfd_create`, anonymous `MAP_SHARED` mappings
 made from C. The in-process guard refuses the ways Python offers, and the sandbox's tmpfs are small, but
 grading that counts needs a wall that does not depend on finding every way: a memory cgroup counts every
@@ -196,13 +196,6 @@ class UnitGroup:
         """The pid, as this process sees it, of the member whose pid one namespace further down is
         `inner_pid` (a unit as its zygote's sandbox names it)."""
         return next((pids[0] for pids in self._members() if pids[1:] == [inner_pid]), None)
-
-    def grading_pid(self) -> int | None:
-        """The pid, as this process sees it, of the process that grades: PID 2 of the deepest PID
-        namespace among the members (PID 1 is that namespace's init: bwrap's, or a warm unit's own)."""
-        members = self._members()
-        deepest = max((len(pids) for pids in members), default=0)
-        return next((pids[0] for pids in members if len(pids) == deepest > 1 and pids[-1] == 2), None)
 
     def _members(self) -> list[list[int]]:
         """Each member's pid in every PID namespace from this process's down to its own (NSpid)."""

@@ -1,8 +1,9 @@
 """Operating-system isolation of a graded unit: bubblewrap (`bwrap`), for grading that counts.
 
-The in-process guard (`kata.grading.sandbox`) is the first wall and the only one of `kata check` on a
-student's laptop; an audit hook cannot see every system call, so `kata grade` and the nbgrader kernel
-also run each graded unit in a sandbox from a maintained tool. Inside it:
+A unit is the judge (`kata.grading.child`) and the student's process it forks. The student's process walls
+itself off inside the unit (`kata.student.walls`: its own namespaces, a read-only file system, the graders
+hidden, no network); `kata grade` and the nbgrader grade cells also run the whole unit in a sandbox from a
+maintained tool, so that it sees nothing of the machine but what grading needs:
 
 - a fresh mount namespace in which only what the unit needs exists: the Python installation and the
   virtual environment (read-only), the kata package, a skeleton of the course (`course.toml`, this
@@ -12,16 +13,16 @@ also run each graded unit in a sandbox from a maintained tool. Inside it:
 - private, size-limited tmpfs for `/tmp` and `/dev/shm` (files there are memory the process limit would
   not count: their sizes bound it), and nothing else writable: the sandbox's own root and `/dev` are
   read-only too;
-- new network, IPC, UTS and PID namespaces (`--unshare-all`): no network, and every process the unit
-  started, double-forked or in its own session, dies with it (`--die-with-parent`, and the end of the
-  namespace's first process ends the namespace);
+- new user, network, IPC, UTS and PID namespaces (`--unshare-all`): no network, and every process the
+  unit started, double-forked or in its own session, dies with it (`--die-with-parent`, and the end of the
+  namespace's first process ends the namespace). Started by root, the unit runs as nobody in its user
+  namespace (a user namespace may map root only with a capability the sandbox drops, and the student's
+  process makes one of its own inside);
 - no environment but what grading needs (no tokens of the instructor's shell).
 
-The results come back over the signed pipe inherited through bwrap; the parent writes everything else.
-A warm zygote of `kata grade` (`kata.pool`) lives in the same sandbox, and each unit it forks builds
-these walls again for itself inside it (`kata.grading.contain`).
-bwrap needs unprivileged user namespaces; `probe()` says whether they work here and, if not, how to
-enable them (`kata doctor` shows it).
+The results come back over a pipe inherited through bwrap, written by the judge alone. A warm zygote of
+`kata grade` (`kata.pool`) lives in the same sandbox. bwrap needs unprivileged user namespaces; `probe()`
+says whether they work here and, if not, how to enable them (`kata doctor` shows it).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from pathlib import Path
 SUBMISSION_DIR = "/submission"  # where the student's private copy appears inside the sandbox
 TMP_MB = 256  # the private /tmp
 SHM_MB = 64  # the private /dev/shm (torch on the CPU needs none; processes that would share it are refused)
-_NOBODY = 65534  # the uid of a warm sandbox started by root
+_NOBODY = 65534  # the uid of a sandbox started by root
 _PR_SET_DUMPABLE = 4
 TMPFS_MB = TMP_MB + SHM_MB  # memory the unit's files can hold, beside its own
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
@@ -146,17 +147,16 @@ def command(course, kata, submission_dir: Path, *, graders: Path | None = None, 
     notebook's hidden tests) used instead of the kata's own; `placeholder` an empty file to stand in for
     every file of the course the unit may not see.
 
-    `warm_info_fd`: the sandbox of a zygote (`kata.grading.zygote`), whose units make namespaces of their
-    own (`kata.grading.contain`). It runs as the first process of its PID namespace, so that bwrap
-    writes its host pid to that descriptor, under a uid other than 0 (a user namespace may map root only
-    with a capability the sandbox drops)."""
+    `warm_info_fd`: the sandbox of a zygote (`kata.grading.zygote`). It runs as the first process of its PID
+    namespace, so that bwrap writes its host pid to that descriptor."""
     support = probe()
     if not support.available:
         raise OSError(support.problem)
-    args = [support.tool, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    uid, gid = (os.getuid(), os.getgid()) if os.getuid() != 0 else (_NOBODY, _NOBODY)
+    args = [support.tool, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+            "--unshare-user", "--uid", str(uid), "--gid", str(gid)]
     if warm_info_fd is not None:
-        uid, gid = (os.getuid(), os.getgid()) if os.getuid() != 0 else (_NOBODY, _NOBODY)
-        args += ["--unshare-user", "--uid", str(uid), "--gid", str(gid), "--as-pid-1", "--info-fd", str(warm_info_fd)]
+        args += ["--as-pid-1", "--info-fd", str(warm_info_fd)]
     for path in _SYSTEM_DIRS:
         if os.path.islink(path):
             args += ["--symlink", os.readlink(path), path]

@@ -67,6 +67,7 @@ class _State:
     seed: int
     budget: float | None = None
     go: int | None = None
+    require_walls: bool = False
     student: object = None
     reference: types.ModuleType | None = None
     started: dict[str, float] = field(default_factory=dict)
@@ -98,6 +99,9 @@ def pytest_addoption(parser):
                          "mistakes, whose verdict is then settled and whose diagnoses such a check cannot change")
     group.addoption("--kata-seed", type=int, default=0, help="seed for torch and hypothesis")
     group.addoption("--kata-budget", type=float, default=None, help="seconds the student's process may take")
+    group.addoption("--kata-require-walls", action="store_true",
+                    help="grading for credit: refuse to run the student's file where its process has no namespaces "
+                         "of its own (the graders would not be hidden from it)")
     group.addoption("--kata-go-fd", type=int, default=None,
                     help="wait for a byte on this descriptor before running the student's file (kata watch)")
 
@@ -108,6 +112,9 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "dtypes(cpu=..., cuda=...): dtypes to run per device")
     config.addinivalue_line("markers", "verdict_only: the check passes or fails and names no mistake (no diagnosis, "
                                        "no error pattern)")
+    config.addinivalue_line("markers", "structural: the check compares no value with a truth (shapes, dtypes, inputs "
+                                       "left unchanged, relations among the student's own outputs), so a constant "
+                                       "answer could pass it: it earns points only beside a passing check of values")
     if not config.getoption("kata_id") or "session" not in _prepared:
         return
     course = load_course()
@@ -121,6 +128,7 @@ def pytest_configure(config):
     _state = _State(
         kata=kata, writer=_prepared["writer"], session=session, source="", devices=devices[wanted], seed=seed,
         budget=config.getoption("kata_budget"), go=config.getoption("kata_go_fd"),
+        require_walls=config.getoption("kata_require_walls"),
         cuda_checks_on_cpu=config.getoption("kata_cuda_checks_on_cpu") and not cuda,
         settle_early=config.getoption("kata_settle_early"),
     )
@@ -252,6 +260,11 @@ def _known_diagnoses(items) -> list[str]:
 def _load_student() -> tuple[str, dict]:
     """Have the student's process run the student's file; a failure is the kata's outcome."""
     session = _state.session
+    walls = session.process.walls
+    if _state.require_walls and not walls.get("namespaces"):
+        return protocol.INTERNAL, {"message": "the student's process could not wall itself off here "
+                                              f"({walls.get('problem')}): grading for credit needs namespaces of its "
+                                              "own (`kata doctor` says why)", "frames": [], "output": ""}
     path = Path(session.filename)
     try:
         _state.source = path.read_text(encoding="utf-8")
@@ -356,6 +369,7 @@ def pytest_runtest_makereport(item, call):
         device=params.get("device", "cpu" if "dtype" in params else None),
         dtype=_dtype_name(params["dtype"]) if "dtype" in params else None,
         weight=float(weight.args[0]) if weight else 1.0,
+        structural=item.get_closest_marker("structural") is not None,
         diagnoses=[{"id": m.id, "explanation": m.explanation} for m in mistakes],
         frames=frames,
         output=_state.session.take_output(),

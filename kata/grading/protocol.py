@@ -42,6 +42,7 @@ IMPORT_OK = "ok"
 SYNTAX_ERROR = "syntax-error"
 IMPORT_ERROR = "import-error"
 EXCEPTION = "exception"
+INTERNAL = "internal-error"  # the judge could not run the student's file as it must (no walls, for credit)
 
 
 @dataclass

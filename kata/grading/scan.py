@@ -1,8 +1,8 @@
 """Forbidden built-ins found by reading the student's source, before anything runs.
 
 Torch-free, so `kata check` can refuse a file that calls `torch.softmax` in kata 9.1 within
-milliseconds. The runtime guard (`kata.grading.guard`) catches what reading cannot (names built at
-run time); together they name the offending line either way.
+milliseconds. The runtime guard (`kata.student.guard`, advice in the student's process) catches what
+reading cannot (names built at run time); together they name the offending line either way.
 
 Resolved: `import torch.nn.functional as F` then `F.softmax`; `from torch import softmax as s`;
 method calls on tensors for forbidden `torch.Tensor.<name>` (`x.softmax(...)`); torch's other names
@@ -34,7 +34,7 @@ _NAME_PREFIXES = ("special_", "sparse_", "masked_", "native_", "nested_")
 def normalise(name: str) -> str:
     """`_softmax.default` -> `softmax`, `special_log_softmax` -> `log_softmax`: one name for torch's aliases.
 
-    Shared with the run-time guard (`kata.grading.guard`), which matches functions by the same name."""
+    Shared with the run-time guard (`kata.student.guard`), which matches functions by the same name."""
     name = name.split(".", 1)[0].lstrip("_")
     for prefix in _NAME_PREFIXES:
         if name.startswith(prefix):

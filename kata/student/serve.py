@@ -9,14 +9,15 @@ below (`Server.op_*`):
     load      {"source"}: run the student's file as a module; its handle (0)
     getattr   {"target", "name"}: an attribute (a public name) of an object
     setattr   {"target", "name", "value"}: set one (a grader lends its own function: a callback)
-    call      {"target", "method", "args", "kwargs", "grad", "watch"}: call an object, or its method
+    call      {"target", "method", "args", "kwargs", "grad", "watch", "device"}: call an object, or its
+              method (with torch's default device set to `device`: a model built on "meta" in no time)
     backward  {"graph", "grads"}: gradients through a call's outputs, back to its inputs (and into
               the parameters here, as `Tensor.backward` does)
     repr      {"target"}: the object's repr, for messages
-    seed      {"seed"}: seed torch's generators, as the judge seeds its own for each check
     earlier   {"module"}: the reference module of an earlier kata (`kata.earlier.<module>`)
 
-Every request may carry `release`: handles and graphs the judge no longer holds. A reply is
+Every request may carry `release` (handles and graphs the judge no longer holds) and `seed` (torch's
+generators are seeded with it first, as the judge seeds its own for each check). A reply is
 `{"id", "ok": true, "value", "output"}` (with `graph` when the call's outputs lead back through
 autograd, `changed` with `watch`: the inputs the call changed in place) or
 `{"id", "ok": false, "error": {"type", "mro", "message", "frames"}, "output"}`. While the student's code
@@ -81,6 +82,10 @@ class Server:
 
     def answer(self, header: dict, buffers: list[bytearray]) -> None:
         self._release(header.get("release") or {})
+        if type(header.get("seed")) is int:  # the check's seed, as the judge seeds its own generators
+            torch.random.default_generator.manual_seed(header["seed"])
+            if torch.cuda.is_available():
+                torch.cuda.manual_seed_all(header["seed"])
         op = getattr(self, f"op_{header['op']}", None) if isinstance(header.get("op"), str) else None
         output = load.CappedStream(self.output_limit)
         saved = sys.stdout, sys.stderr
@@ -212,7 +217,8 @@ class Server:
         inputs = [unpacker.tensor(row) for row in range(len(unpacker.descriptors))]
         versions = [t._version for t in inputs]
         grad = header.get("grad") is True
-        with self._student_code(), torch.set_grad_enabled(grad):
+        device = torch.device(header["device"]) if isinstance(header.get("device"), str) else contextlib.nullcontext()
+        with self._student_code(), torch.set_grad_enabled(grad), device:
             result = target(*args, **kwargs)
             if method == "__iter__" or _iterator(result):
                 result = iter(list(result))
@@ -243,23 +249,17 @@ class Server:
             if leaf is not None:
                 leaf.grad = None
         if pairs:
+            # One scalar, sum(output * gradient), whose gradient with respect to each output is exactly the given
+            # one: autograd.backward with explicit gradients first imports torch's symbolic shapes (0.4 s).
+            total = sum((o * g.to(device=o.device, dtype=o.dtype)).sum() for o, g in pairs)
             with self._student_code():
-                torch.autograd.backward([o for o, _ in pairs], [g.to(o.dtype) for o, g in pairs], retain_graph=True)
+                total.backward(retain_graph=True)
         return self.value([None if leaf is None else leaf.grad for leaf in leaves])
 
     def op_repr(self, header, _unpacker):
         with self._student_code():
             text = repr(self._object(header.get("target")))
         return {"value": str(text)[:REPR_LIMIT]}, []
-
-    def op_seed(self, header, _unpacker):
-        seed = header.get("seed")
-        if type(seed) is not int:
-            raise WireError("seed without a number")
-        torch.random.default_generator.manual_seed(seed)
-        if torch.cuda.is_available():
-            torch.cuda.manual_seed_all(seed)
-        return {"value": None}, []
 
     def op_earlier(self, header, _unpacker):
         name = header.get("module")

@@ -128,8 +128,11 @@ def build(*, hidden: list[str], keep: set[int]) -> Report:
         if unreadable:
             report.problem += f"; it stays root: nobody cannot read {unreadable[0]}"
         else:
-            become_nobody()
-            report.user = "nobody"
+            try:
+                become_nobody()
+                report.user = "nobody"
+            except OSError as exc:
+                report.problem += f"; it stays root ({exc})"
     if sys.platform.startswith("linux"):
         _check(_libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
     return report

@@ -66,7 +66,7 @@ def check_output_like(out, x: torch.Tensor, what: str, *, context: str = "", fin
     """`out` itself, once it is a tensor with `x`'s shape, dtype and device; with `finite`, also free of
     NaN and Inf. `hint` follows the failure ("gamma and beta must be parameters so that .to() moves them")."""
     if not isinstance(out, torch.Tensor):
-        fail(f"{what} should return a tensor, got {type(out).__name__}" + (f" for {context}" if context else ""))
+        fail(f"{what} should return a tensor, got {remote.type_name(out)}" + (f" for {context}" if context else ""))
     if out.dtype != x.dtype or out.device.type != x.device.type or out.shape != x.shape:
         fail(f"{what} returned {describe(out)} for an input {describe(x)}: outputs keep the input's shape, dtype "
              "and device" + (f" ({context})" if context else "") + (f". {hint}" if hint else ""))

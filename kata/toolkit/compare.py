@@ -20,21 +20,6 @@ import torch
 from kata.grading.failure import CheckFailed, ErrorPattern, Mistake, fail
 from kata.toolkit import remote
 
-# The verdict (does `actual` match `expected`?) is computed with these, captured when the graders are
-# imported, before any of the student's code exists: C functions of torch's immutable core types, run
-# with torch-function overrides disabled. Replacing `torch.isnan`, `Tensor.__le__`, `Tensor.any` or
-# `torch.allclose`, or returning a tensor subclass, does not change it.
-_VF = torch._C._VariableFunctions
-_TB = torch._C.TensorBase
-_abs, _sub, _mul, _add, _le, _any = _VF.abs, _VF.sub, _VF.mul, _VF.add, _VF.le, _VF.any
-_isnan, _isinf, _sign, _eq = _VF.isnan, _VF.isinf, _VF.sign, _VF.eq
-_and, _or, _not = _VF.logical_and, _VF.logical_or, _VF.logical_not
-_detach, _to, _item = _TB.detach, _TB.to, _TB.item
-_shape, _dtype, _device = _TB.shape.__get__, _TB.dtype.__get__, _TB.device.__get__
-_no_overrides = torch._C.DisableTorchFunction
-_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
-_float64, _cpu = torch.float64, torch.device("cpu")
-
 # assert_close's defaults, per dtype, as (rtol, atol).
 _TOLERANCES = {
     torch.float64: (1e-7, 1e-7),
@@ -69,34 +54,27 @@ def _num(v: float) -> str:
     return f"{v:.6g}"
 
 
-def _plain(t) -> bool:
-    """A tensor of torch's own type (a parameter counts): no subclass can answer for it."""
-    return type(t) in _PLAIN_TENSORS
-
-
 def _mismatch(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> torch.Tensor:
     """Elementwise "differs", computed in float64 on the CPU; NaN where a number was expected differs."""
-    with _no_overrides():
-        a = _to(_detach(actual), _cpu, _float64)
-        e = _to(_detach(expected), _cpu, _float64)
-        both_nan = _and(_isnan(a), _isnan(e))
-        same_inf = _and(_and(_isinf(a), _isinf(e)), _eq(_sign(a), _sign(e)))
-        close = _le(_abs(_sub(a, e)), _add(_mul(_abs(e), rtol), atol))
-        return _not(_or(_or(close, both_nan), same_inf))
+    a = actual.detach().to("cpu", torch.float64)
+    e = expected.detach().to("cpu", torch.float64)
+    both_nan = torch.isnan(a) & torch.isnan(e)
+    same_inf = torch.isinf(a) & torch.isinf(e) & (torch.sign(a) == torch.sign(e))
+    close = (a - e).abs() <= e.abs() * rtol + atol
+    return ~(close | both_nan | same_inf)
 
 
 def _differs(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> bool:
-    with _no_overrides():
-        return bool(_item(_any(_mismatch(actual, expected, rtol, atol))))
+    return bool(_mismatch(actual, expected, rtol, atol).any())
 
 
 def is_close(actual, expected, *, rtol: float | None = None, atol: float | None = None) -> bool:
     """Same shape and every element within tolerance (NaN matches NaN)."""
-    if not (_plain(actual) and _plain(expected)):
+    if not (isinstance(actual, torch.Tensor) and isinstance(expected, torch.Tensor)):
         return False
-    if tuple(_shape(actual)) != tuple(_shape(expected)):
+    if actual.shape != expected.shape:
         return False
-    default_rtol, default_atol = tolerance(_dtype(expected))
+    default_rtol, default_atol = tolerance(expected.dtype)
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
     return not _differs(actual, expected, rtol, atol)
@@ -182,17 +160,15 @@ def assert_close(
     atol = default_atol if atol is None else atol
     heading = f"{name} differs from {what}" + (f" for {context}" if context else "")
 
-    if not _plain(actual):
-        kind = "a subclass of torch.Tensor" if isinstance(actual, torch.Tensor) else type(actual).__name__
-        fail(f"{name} should be a torch.Tensor {describe(expected)}, got {kind}"
-             + (f" ({type(actual).__name__}): return a plain tensor" if isinstance(actual, torch.Tensor) else "")
+    if not isinstance(actual, torch.Tensor):
+        fail(f"{name} should be a torch.Tensor {describe(expected)}, got {remote.type_name(actual)}"
              + (f" for {context}" if context else ""))
     problems: list[str] = []
-    if tuple(_shape(actual)) != tuple(_shape(expected)):
+    if actual.shape != expected.shape:
         problems.append(f"shape: got {tuple(actual.shape)}, expected {tuple(expected.shape)}")
-    if check_dtype and _dtype(actual) is not _dtype(expected):
+    if check_dtype and actual.dtype is not expected.dtype:
         problems.append(f"dtype: got {actual.dtype}, expected {expected.dtype} (outputs keep the input's dtype)")
-    if check_device and _device(actual) != _device(expected):
+    if check_device and actual.device != expected.device:
         problems.append(f"device: got {actual.device}, expected {expected.device} (outputs stay on the input's device)")
     if not problems:
         if not _differs(actual, expected, rtol, atol):
@@ -207,12 +183,11 @@ def assert_close(
 def assert_finite(actual: torch.Tensor, *, name: str = "output", context: str = "",
                   mistakes: tuple[Mistake, ...] = ()) -> None:
     """Fail, naming `mistakes`, if `actual` holds NaN or Inf."""
-    if not _plain(actual):
-        fail(f"{name} should be a torch.Tensor, got {type(actual).__name__}" + (f" for {context}" if context else ""))
-    with _no_overrides():
-        bad = _not(_VF.isfinite(_detach(actual)))
-        any_bad = bool(_item(_any(bad)))
-    if any_bad:
+    if not isinstance(actual, torch.Tensor):
+        fail(f"{name} should be a torch.Tensor, got {remote.type_name(actual)}"
+             + (f" for {context}" if context else ""))
+    bad = ~torch.isfinite(actual.detach())
+    if bad.any():
         first = _index(int(bad.reshape(-1).nonzero()[0]), actual.shape)
         n_nan = int(torch.isnan(actual.detach()).sum())
         n_inf = int(bad.sum()) - n_nan

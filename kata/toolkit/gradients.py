@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from kata.toolkit import remote
 from kata.toolkit.compare import _index, fail
 
 
@@ -21,7 +22,7 @@ def _flat_output(fn: Callable, inputs: Sequence[torch.Tensor]) -> torch.Tensor:
     if isinstance(out, tuple):
         out = out[0]
     if not isinstance(out, torch.Tensor):
-        fail(f"expected a tensor output, got {type(out).__name__}")
+        fail(f"expected a tensor output, got {remote.type_name(out)}")
     return out.reshape(-1)
 
 

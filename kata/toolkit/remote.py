@@ -79,7 +79,8 @@ def student_error(description) -> StudentError:
               for f in description.get("frames", ()) if isinstance(f, dict) and isinstance(f.get("line", 0), int)]
     if name == "ForbiddenBuiltin":
         return StudentForbidden(name, message, frames, mro)
-    cls = _REBUILT.get(name, StudentError)
+    # The student's own exception class stands for the first built-in it derives from (`except ValueError:`).
+    cls = next((_REBUILT[n] for n in (name, *mro) if n in _REBUILT), StudentError)
     return cls(name, message, frames, mro)
 
 
@@ -108,12 +109,19 @@ class Process:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
 
-    def reap(self) -> int:
-        """Its exit status as `subprocess` reports one (negative: the signal that killed it)."""
+    def reap(self, grace: float = 0.0) -> int:
+        """Its exit status as `subprocess` reports one (negative: the signal that killed it), once it has ended:
+        given `grace` seconds to end by itself (a process whose socket closed is ending: its own status tells
+        why), then killed."""
         if self.status is None:
+            until = time.monotonic() + grace
             try:
-                _, status = os.waitpid(self.pid, 0)
-                self.status = os.waitstatus_to_exitcode(status)
+                while (ended := os.waitpid(self.pid, os.WNOHANG))[0] == 0 and time.monotonic() < until:
+                    time.sleep(0.01)
+                if ended[0] == 0:
+                    self.kill()
+                    ended = os.waitpid(self.pid, 0)
+                self.status = os.waitstatus_to_exitcode(ended[1])
             except ChildProcessError:
                 self.status = 0
             if self.status > 128 and self.pid != self.signal_pid:  # its init's way of saying "killed by"
@@ -137,6 +145,7 @@ class Session:
         self._release = {"handles": [], "graphs": []}
         self._seed: int | None = None
         self._watch: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None
+        self._device: str | None = None
         self._callback_error: BaseException | None = None
         self.doing = ""  # what was asked last: named when the process dies or runs out of time
         global _current
@@ -233,8 +242,7 @@ class Session:
         raise self.gone
 
     def _lost(self, kind: str, why: str = ""):
-        self.process.kill()
-        status = self.process.reap()
+        status = self.process.reap(grace=1.0 if kind == "crash" else 0.0)
         if kind == "crash":
             from kata.student.walls import MEMORY_EXIT_CODE
 
@@ -358,7 +366,7 @@ class Session:
         packer = self._packer()
         fields = {"target": target._handle, "method": method, "args": packer.pack(list(args)),
                   "kwargs": packer.pack(dict(kwargs)), "grad": torch.is_grad_enabled(),
-                  "watch": self._watch is not None}
+                  "watch": self._watch is not None, "device": self._device}
         what = target._mro[0] if method in (None, "__call__") else f"{target._mro[0]}.{method}"
         reply, unpacker = self.request("call", fields, packer, doing=f"calling {what}")
         inputs = packer.originals
@@ -407,6 +415,16 @@ class Session:
             self._lost("protocol", "the loaded module is not an object")
         module.__dict__["_module"] = True
         return module
+
+    @contextlib.contextmanager
+    def default_device(self, device: str) -> Iterator[None]:
+        """Calls inside the block run with torch's default device set to `device` there ("meta": a model's
+        parameters have shapes and no values, and are made in no time)."""
+        outer, self._device = self._device, str(device)
+        try:
+            yield
+        finally:
+            self._device = outer
 
     @contextlib.contextmanager
     def changed_inputs(self) -> Iterator[dict[int, tuple[torch.Tensor, torch.Tensor]]]:
@@ -563,3 +581,8 @@ def earlier(module: str) -> RemoteObject:
 def changed_inputs():
     """`Session.changed_inputs` of the student's process."""
     return current().changed_inputs()
+
+
+def default_device(device: str):
+    """`Session.default_device` of the student's process."""
+    return current().default_device(device)

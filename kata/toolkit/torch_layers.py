@@ -52,6 +52,8 @@ from collections.abc import Iterable, Mapping
 import torch
 from torch import nn
 
+from kata.toolkit import remote
+
 __all__ = [
     "WeightMappingError", "count_parameters", "decoder_block_size", "encoder_block_size", "from_torch_names",
     "from_torch_state", "named_parameters", "randomize_", "summarise_names", "to_torch_name", "to_torch_state",
@@ -140,10 +142,11 @@ def from_torch_names(name: str) -> tuple[str, ...]:
     return (f"{p}norm{suffix}.{_NORM_KIND_BACK[m['norm_kind']]}",)
 
 
-def named_parameters(module: nn.Module | Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """name -> parameter of a module, listing a module reused under several names once per name
-    (as `state_dict` does), or a copy of a mapping given as is. Buffers are not included."""
-    if isinstance(module, nn.Module):
+def named_parameters(module: nn.Module | remote.RemoteObject | Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """name -> parameter of a module (here, or the student's: by value, with its gradient), listing a module
+    reused under several names once per name (as `state_dict` does), or a copy of a mapping given as is.
+    Buffers are not included."""
+    if isinstance(module, nn.Module) or remote.is_a(module, "Module"):
         return dict(module.named_parameters(remove_duplicate=False))
     return dict(module)
 
@@ -409,29 +412,32 @@ def torch_decoder_forward(module: nn.TransformerDecoderLayer | nn.TransformerDec
 # Parameters
 
 
-def randomize_(module: nn.Module, seed: int = 0, scale: float = 0.3) -> nn.Module:
-    """Fill every parameter of `module` with reproducible random values, in place; returns `module`.
+def randomize_(module: nn.Module | remote.RemoteObject, seed: int = 0, scale: float = 0.3):
+    """Fill every parameter of `module` (here, or the student's) with reproducible random values, in place
+    (through `load_state_dict(strict=False)`: a parameter shared under two names is filled once); returns
+    `module`.
 
     Norm gains (`gamma`, 1-D `weight`s of norms) get 1 + scale * N(0, 1); other 1-D parameters (betas,
     biases) scale * N(0, 1); matrices N(0, 1) / sqrt(fan_in), which keeps activations O(1). Values are
     drawn on the CPU from `seed` in parameter order, so they do not depend on the device.
     """
     generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            values = torch.randn(p.shape, generator=generator, dtype=torch.float64)
-            leaf = name.rsplit(".", 1)[-1]
-            if p.dim() == 1 and (leaf == "gamma" or (leaf == "weight" and "norm" in name)):
-                values = 1 + scale * values
-            elif p.dim() == 1:
-                values = scale * values
-            elif p.dim() >= 2:
-                values = values / math.sqrt(p[0].numel())
-            p.copy_(values.to(p.dtype))
+    filled = {}
+    for name, p in module.named_parameters():
+        values = torch.randn(p.shape, generator=generator, dtype=torch.float64)
+        leaf = name.rsplit(".", 1)[-1]
+        if p.dim() == 1 and (leaf == "gamma" or (leaf == "weight" and "norm" in name)):
+            values = 1 + scale * values
+        elif p.dim() == 1:
+            values = scale * values
+        elif p.dim() >= 2:
+            values = values / math.sqrt(p[0].numel())
+        filled[name] = values.to(p.dtype)
+    module.load_state_dict(filled, strict=False)
     return module
 
 
-def count_parameters(module: nn.Module) -> int:
+def count_parameters(module: nn.Module | remote.RemoteObject) -> int:
     """Trainable scalars, each shared tensor counted once (as an optimiser sees them)."""
     return sum(p.numel() for p in module.parameters())
 

@@ -2,9 +2,9 @@
 
 A value is packed into JSON-able data, its tensors into a table of descriptors beside it (one per distinct
 tensor object: the same tensor passed twice arrives as one) and their bytes into buffers
-(`kata.wire.frames`). Only exact types cross by value, as execnet has it: `None`, `bool`, `int`, `float`,
-`str`, and lists, tuples, dicts (of plain keys), iterators (sent as the list of what they yield), dtypes,
-devices, sizes and slices of them. Tagged forms:
+(`kata.wire.frames`). Only these cross by value: `None`, `bool`, `int`, `float`, `str` (their exact types,
+as execnet has it), and lists, tuples (a namedtuple arrives as a plain tuple), dicts of plain keys, iterators
+(sent as the list of what they yield), dtypes, devices, sizes and slices of them. Tagged forms:
 
     {"t": k}                       the k-th tensor of the message's table
     {"list": [...]}  {"tuple": [...]}  {"iter": [...]}  {"dict": [[key, value], ...]}
@@ -37,7 +37,6 @@ MAX_DEPTH = 64
 MAX_ITEMS = 1_000_000  # values in one message, tensors' elements aside
 MAX_DIMS = 16
 _PLAIN = (str, int, float, bool, type(None))
-_CONTAINERS = {list: "list", tuple: "tuple"}
 _KEY_TYPES = (str, int, float, bool, type(None))
 
 
@@ -67,11 +66,11 @@ class Packer:
             return value
         if isinstance(value, torch.Tensor):
             return {"t": self.tensor(value)}
-        if kind in _CONTAINERS:
-            return {_CONTAINERS[kind]: [self.pack(v, depth + 1) for v in value]}
         if kind is torch.Size:
             return {"size": [int(n) for n in value]}
-        if kind is dict or (isinstance(value, dict) and type(value).__name__ == "OrderedDict"):
+        if isinstance(value, (list, tuple)):  # a namedtuple, or torch's return types, crosses as a tuple
+            return {"list" if isinstance(value, list) else "tuple": [self.pack(v, depth + 1) for v in value]}
+        if isinstance(value, dict):
             if not all(type(k) in _KEY_TYPES for k in value):
                 raise TypeError("a dict whose keys are not plain values (str, int, float, bool, None)")
             return {"dict": [[k, self.pack(v, depth + 1)] for k, v in value.items()]}
