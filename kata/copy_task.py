@@ -198,7 +198,8 @@ def train_copy_task(task: CopyTask = TASK, *, Transformer, padding_mask: Callabl
     stopped = ""
     for step in range(1, steps + 1):
         src, tgt = make_batch(task, task.batch_size, generator)
-        lr = float(optimizer.param_groups[0]["lr"])
+        # Read only for on_step: an optimiser in the student's process (the grader's run) sends its parameters with it.
+        lr = float(optimizer.param_groups[0]["lr"]) if on_step is not None else math.nan
         loss = float(train_step(model, (src, tgt), optimizer, scheduler, PAD_ID, task.smoothing, task.max_grad_norm))
         losses.append(loss)
         if on_step is not None:

@@ -218,12 +218,13 @@ def _read_regular(path: Path) -> bytes:
 
 def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprint: str | None = None,
                cancel: threading.Event | None = None, isolate: bool = True, pool: Pool | None = None,
-               runs_at_once: int = 1) -> KataGrade:
+               runs_at_once: int = 1, credit: bool = True) -> KataGrade:
     """Grade one kata of one student, in a child process with the kata's limits, on a private copy of the
     student's file (a hard link is read as a copy; a symbolic link is never followed: 0 points). With
-    `isolate` the child runs in the operating-system sandbox (`kata.grading.isolation`), forked from a
-    zygote of the sandboxed `pool` if one is given. Never raises for anything the student's files do;
-    `runner.Cancelled` when `cancel` is set."""
+    `isolate` the judge runs in the operating-system sandbox (`kata.grading.isolation`), forked from a
+    zygote of the sandboxed `pool` if one is given. `credit` (as `runner.run_kata`): the student's file runs
+    only where its process has walls (`kata grade --unsafe-no-sandbox` gives it up). Never raises for anything
+    the student's files do; `runner.Cancelled` when `cancel` is set."""
     fingerprint = fingerprint or graders_fingerprint(kata)
     now = datetime.now(UTC).isoformat(timespec="seconds")
     sandbox = isolation.described() if isolate else UNSAFE
@@ -258,7 +259,7 @@ def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprin
         copy = Path(private) / path.name
         copy.write_bytes(content)
         result = runner.run_kata(course, kata, copy, cancel=cancel, isolate=isolate, pool=pool,
-                                 runs_at_once=runs_at_once)
+                                 runs_at_once=runs_at_once, credit=credit)
     where = [f"{relative}:{f.line}" if Path(f.file) == copy else f"{f.file}:{f.line}" for f in result.frames]
     checks = [{"id": c.id, "title": c.title, "status": c.status, "points": c.points if c.passed else 0.0,
                "worth": c.points, "message": _clip(c.message)} for c in result.checks]
@@ -545,7 +546,7 @@ def _run_units_with(course: Course, todo: list[tuple[Kata, Submission]], fingerp
     def unit(kata: Kata, submission: Submission) -> KataGrade:
         try:
             return grade_kata(course, kata, submission, fingerprint=fingerprints[kata.id], cancel=cancel,
-                              isolate=isolate, pool=warm, runs_at_once=jobs)
+                              isolate=isolate, pool=warm, runs_at_once=jobs, credit=isolate)
         except runner.Cancelled:
             raise
         except Exception as exc:  # the grading's own failure (no processes left, say): graded again next run

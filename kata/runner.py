@@ -246,7 +246,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
              graders: Path | None = None, cancel: threading.Event | None = None,
              on_event: Callable[[dict], None] | None = None, isolate: bool = False,
              pool: Pool | None = None, runs_at_once: int = 1, cuda_checks_on_cpu: bool = False,
-             settle_early: bool = False) -> KataResult:
+             settle_early: bool = False, credit: bool = False) -> KataResult:
     """Grade `student` (the kata's exercise by default) and return its structured result.
 
     `graders` runs the graders of another folder (an nbgrader notebook's hidden tests) instead of the
@@ -261,7 +261,9 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
     `cuda_checks_on_cpu`: where torch sees no GPU, the CPU runs the checks of CUDA's dtypes too (half
     precision): for `kata verify`, never for a grade, whose checks are the same on every machine.
     `settle_early`: once a check has failed, the checks marked `verdict_only` (which name no mistake) are
-    skipped: for `kata verify`'s planted mistakes, whose verdict and diagnoses those checks cannot change."""
+    skipped: for `kata verify`'s planted mistakes, whose verdict and diagnoses those checks cannot change.
+    `credit`: a grade that counts: the student's file is not run where its process has no walls
+    (`kata.student.walls`: namespaces of its own, or another user), and the outcome is an internal error."""
     path = (student or kata.exercise).resolve() if not isolate else Path(os.path.abspath(student or kata.exercise))
     budget = kata.time_budget_s if timeout is None else timeout
     started = time.perf_counter()
@@ -272,7 +274,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
     if not isolate:
         run = _Run(course, kata, path, budget=budget, devices=devices, seed=seed, memory_mb=memory_mb,
                    graders=graders, on_event=on_event, pool=pool, runs_at_once=runs_at_once,
-                   cuda_checks_on_cpu=cuda_checks_on_cpu, settle_early=settle_early)
+                   cuda_checks_on_cpu=cuda_checks_on_cpu, settle_early=settle_early, credit=credit)
         return run.finish(budget, started, cancel)
     memory = kata.memory_mb if memory_mb is None else memory_mb
     place = cgroup.probe().place
@@ -285,7 +287,8 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
         if warm:  # forked in a zygote's sandbox of this kata, which shows it `path` as `inside`
             try:
                 run = _Run(course, kata, inside, budget=budget, devices=devices, seed=seed, memory_mb=memory,
-                           graders=None, on_event=on_event, memory_group=group, pool=pool, submission=path)
+                           graders=None, on_event=on_event, memory_group=group, pool=pool, submission=path,
+                           credit=credit)
             except PoolError:  # this unit starts cold (and so do the next where no zygote can start: `pool.broken`)
                 warm = False
         if not warm:
@@ -299,7 +302,7 @@ def run_kata(course: Course, kata: Kata, student: Path | None = None, *, devices
                 wrapper = [*group.enter(), *wrapper]
             run = _Run(course, kata, inside, budget=budget, devices=devices, seed=seed, memory_mb=memory,
                        graders=graders, on_event=on_event, wrapper=wrapper, memory_group=group,
-                       runs_at_once=runs_at_once)
+                       runs_at_once=runs_at_once, credit=credit)
         result = run.finish(budget, started, cancel)
     result.file = str(path)
     for frame in result.frames + [f for c in result.checks for f in c.frames]:
@@ -317,7 +320,7 @@ class _Run:
                  graders: Path | None, wait: bool = False, on_event: Callable[[dict], None] | None = None,
                  wrapper: list[str] | None = None, memory_group: cgroup.UnitGroup | None = None,
                  pool: Pool | None = None, submission: Path | None = None, runs_at_once: int = 1,
-                 cuda_checks_on_cpu: bool = False, settle_early: bool = False):
+                 cuda_checks_on_cpu: bool = False, settle_early: bool = False, credit: bool = False):
         isolation.undumpable()  # the student's process, maybe of the same user, cannot reach into this one
         self.kata, self.path = kata, path
         self.isolated = wrapper is not None or submission is not None  # `submission`: in a sandboxed pool
@@ -327,7 +330,7 @@ class _Run:
                                   graders=graders,
                                   wait=wait, on_event=on_event, wrapper=wrapper, pool=pool, submission=submission,
                                   runs_at_once=runs_at_once, cuda_checks_on_cpu=cuda_checks_on_cpu,
-                                  settle_early=settle_early)
+                                  settle_early=settle_early, credit=credit)
         try:
             start()
         except UnitLost:
@@ -338,7 +341,7 @@ class _Run:
     def _start(self, course: Course, kata: Kata, path: Path, *, budget: float | None, devices: str, seed: int,
                graders: Path | None, wait: bool, on_event: Callable[[dict], None] | None, wrapper: list[str] | None,
                pool: Pool | None, submission: Path | None, runs_at_once: int, cuda_checks_on_cpu: bool,
-               settle_early: bool) -> None:
+               settle_early: bool, credit: bool) -> None:
         """The judge started, with its pipes; on any failure every pipe is closed at our end."""
         results_read, results_write = os.pipe()
         go_read, self.go = os.pipe() if wait else (None, None)
@@ -349,7 +352,7 @@ class _Run:
                 *([f"--kata-graders={Path(graders).resolve()}"] if graders is not None else []),
                 f"--kata-lifeline-fd={lifeline_read}", f"--kata-memory-mb={self.memory}",
                 *([f"--kata-go-fd={go_read}"] if wait else [f"--kata-budget={budget:g}"]),
-                *(["--kata-require-walls"] if self.isolated else []),
+                *(["--kata-require-walls"] if credit else []),
                 f"--kata-devices={devices}", f"--kata-seed={seed}",
                 *(["--kata-cuda-checks-on-cpu"] if cuda_checks_on_cpu else []),
                 *(["--kata-settle-early"] if settle_early else [])]

@@ -226,30 +226,31 @@ while True:
 '''
 
 
-def forgers(stub: str, targets: list[str]) -> dict[str, str]:
-    """name -> the source of each forger of kata 9.1: the untouched `stub` with an attack appended.
-    `targets`: files of the grading's that the forgers try to write (results, journals, reports)."""
-    attacks = {
+def attacks(targets: list[str]) -> dict[str, str]:
+    """name -> the code of each attack, to append to a file whose checks all fail (a stub). `targets`: files
+    of the grading's that the attacks try to write (results, journals, reports, the progress file)."""
+    found = {
         "frames": _frames(),
         "memory": _memory(),
         "descriptors": _descriptors(targets),
         "extension": _extension(targets),
         "survivor": _survivor(),
         "speaker": _speaker("torch.zeros(())"),
+        "speaker-zeros": _speaker("torch.zeros_like(x)"),
         "flood": _flood(),
         "stall": _stall(),
     }
-    return {name: stub.rstrip("\n") + "\n\n" + PRELUDE + attack for name, attack in attacks.items()}
+    return {name: PRELUDE + attack for name, attack in found.items()}
 
 
-# A forger that answers every call with what an honest file could return (zeros of the input's shape) earns
-# exactly what that honest file earns: `TWINS` pairs them.
-TWINS = {"speaker-zeros": "    return torch.zeros_like(x)\n"}
+def forgers(stub: str, targets: list[str], names=None) -> dict[str, str]:
+    """name -> the source of each forger (of `names`, by default all): the untouched `stub` with an attack
+    appended."""
+    return {name: stub.rstrip("\n") + "\n\n" + attack for name, attack in attacks(targets).items()
+            if names is None or name in names}
 
 
-def twin_sources(stub: str) -> dict[str, tuple[str, str]]:
-    """name -> (the forger, the honest file that returns what it answers)."""
-    head = stub.split("def softmax", 1)[0]
-    honest = head + "def softmax(x, dim=-1):\n" + TWINS["speaker-zeros"]
-    forger = stub.rstrip("\n") + "\n\n" + PRELUDE + _speaker("torch.zeros_like(x)")
-    return {"speaker-zeros": (forger, honest)}
+# What an honest file earns that returns what "speaker-zeros" answers (zeros of the input's shape): nothing,
+# since the checks such an answer passes (shape, dtype, the input left unchanged) count only beside a check of
+# the values.
+ZEROS = "import torch\n\n\ndef softmax(x, dim=-1):\n    return torch.zeros_like(x)\n"

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged, check_output_like
 from kata.toolkit.compare import CheckFailed, describe, is_close
 from kata.toolkit.gradients import gradcheck
@@ -141,15 +141,15 @@ def mistakes_for(x, gamma, beta, eps) -> dict:
 def call_layer_norm(student, x, gamma, beta, **kwargs):
     out = student.layer_norm(x, gamma, beta, **kwargs)
     if not isinstance(out, torch.Tensor):
-        fail(f"layer_norm should return a tensor, got {type(out).__name__}")
+        fail(f"layer_norm should return a tensor, got {remote.type_name(out)}")
     return out
 
 
 def make_module(student, d, device="cpu", dtype=torch.float32, eps=None, gamma=None, beta=None):
     """The student's LayerNorm(d[, eps=eps]) with `gamma` and `beta` loaded, on `device` in `dtype`."""
     module = student.LayerNorm(d) if eps is None else student.LayerNorm(d, eps=eps)
-    if not isinstance(module, nn.Module):
-        fail(f"LayerNorm(d_model) should build an nn.Module, got {type(module).__name__}")
+    if not remote.is_a(module, "Module"):
+        fail(f"LayerNorm(d_model) should build an nn.Module, got {remote.type_name(module)}")
     if gamma is not None:
         try:
             module.load_state_dict({"gamma": gamma, "beta": beta}, strict=True)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.toolkit import Mistake, assert_close, fail
+from kata.toolkit import Mistake, assert_close, fail, remote
 from kata.toolkit.common import DROPOUT_IN_EVAL, check_gradients_equal, check_inputs_unchanged, check_output_like
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.gradients import gradcheck
@@ -57,8 +57,8 @@ def build(student, d_model, d_ff, dropout=None):
         module = student.FeedForward(d_model, d_ff)
     else:
         module = student.FeedForward(d_model, d_ff, dropout=dropout)
-    if not isinstance(module, nn.Module):
-        fail(f"FeedForward(d_model, d_ff) should build an nn.Module, got {type(module).__name__}")
+    if not remote.is_a(module, "Module"):
+        fail(f"FeedForward(d_model, d_ff) should build an nn.Module, got {remote.type_name(module)}")
     return module
 
 
@@ -69,7 +69,7 @@ def load(module, state: dict, d_model: int, d_ff: int) -> None:
         raise
     except RuntimeError as exc:
         linear_1 = getattr(module, "linear_1", None)
-        ignored = isinstance(linear_1, nn.Linear) and linear_1.out_features != d_ff
+        ignored = remote.is_a(linear_1, "Linear") and linear_1.out_features != d_ff
         fail(f"could not load torch's weights into FeedForward({d_model}, {d_ff}): it should have "
              f"linear_1 = nn.Linear({d_model}, {d_ff}) and linear_2 = nn.Linear({d_ff}, {d_model}), with biases, "
              f"and no other parameters. torch says: {exc}", *((D_FF_IGNORED,) if ignored else ()))
@@ -86,7 +86,7 @@ def pair(student, d_model, d_ff, device="cpu", dtype=torch.float32, dropout=None
 def call(module, x):
     out = module(x)
     if not isinstance(out, torch.Tensor):
-        fail(f"FeedForward.forward should return a tensor, got {type(out).__name__}")
+        fail(f"FeedForward.forward should return a tensor, got {remote.type_name(out)}")
     return out
 
 
@@ -126,9 +126,9 @@ def test_layers_and_d_ff(student):
     module = build(student, d_model, d_ff)
     for name, n_in, n_out in (("linear_1", d_model, d_ff), ("linear_2", d_ff, d_model)):
         layer = getattr(module, name, None)
-        if not isinstance(layer, nn.Linear):
+        if not remote.is_a(layer, "Linear"):
             fail(f"FeedForward({d_model}, {d_ff}).{name} should be an nn.Linear, got "
-                 f"{type(layer).__name__ if layer is not None else 'no such attribute'}")
+                 f"{remote.type_name(layer) if layer is not None else 'no such attribute'}")
         if (layer.in_features, layer.out_features) != (n_in, n_out):
             fail(f"FeedForward({d_model}, {d_ff}).{name} should be nn.Linear({n_in}, {n_out}), got "
                  f"nn.Linear({layer.in_features}, {layer.out_features})", D_FF_IGNORED)
@@ -279,6 +279,34 @@ def test_position_wise(student, data):
                          what=f"FeedForward(x)[:, {t}:{t + 1}]", context=f"x {describe(x)}: one position alone")
 
 
+class _WithWeights(torch.autograd.Function):
+    """module(x) with the module's parameters passed in beside x, so that gradcheck can perturb them and
+    receive their gradients (what torch.func.functional_call does for a module of this process: the
+    student's module lives in theirs). Forward loads the weights there and calls the module; backward runs
+    the student's backward there and brings back the gradients it leaves in x and in the parameters."""
+
+    @staticmethod
+    def forward(ctx, module, names, x, *weights):
+        module.load_state_dict(dict(zip(names, (w.detach() for w in weights), strict=True)), strict=False)
+        with torch.enable_grad():
+            ctx.x = x.detach().requires_grad_(True)
+            ctx.out = call(module, ctx.x)
+        ctx.module, ctx.names = module, names
+        out = ctx.out.detach()
+        if not ctx.out.requires_grad:  # cut from the graph there: gradcheck says so
+            ctx.mark_non_differentiable(out)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        ctx.module.zero_grad()  # the parameters' gradients accumulate there: one backward's at a time
+        with torch.enable_grad():
+            (x_grad,) = torch.autograd.grad((ctx.out * grad).sum(), ctx.x, retain_graph=True, allow_unused=True)
+        params = dict(ctx.module.named_parameters())
+        return None, None, x_grad, *(params[n].grad if n in params else None for n in ctx.names)
+
+
 def test_gradcheck(student):
     """gradcheck passes in float64 (x and all four weights)"""
     d_model, d_ff = 3, 5
@@ -291,11 +319,8 @@ def test_gradcheck(student):
         fail(f"FeedForward({d_model}, {d_ff}) has no parameters {missing}: use nn.Linear layers named "
              "linear_1 and linear_2")
     leaves = [params[n].detach().clone().requires_grad_(True) for n in names]
-
-    def fn(x, *weights):
-        return torch.func.functional_call(module, dict(zip(names, weights, strict=True)), (x,))
-
-    gradcheck(fn, (x, *leaves), context=f"FeedForward({d_model}, {d_ff}), x of shape (2, 2, {d_model})")
+    gradcheck(lambda x, *weights: _WithWeights.apply(module, names, x, *weights), (x, *leaves),
+              context=f"FeedForward({d_model}, {d_ff}), x of shape (2, 2, {d_model})")
 
 
 def test_gradients_match_torch(student, device, dtype):

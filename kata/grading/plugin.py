@@ -100,8 +100,8 @@ def pytest_addoption(parser):
     group.addoption("--kata-seed", type=int, default=0, help="seed for torch and hypothesis")
     group.addoption("--kata-budget", type=float, default=None, help="seconds the student's process may take")
     group.addoption("--kata-require-walls", action="store_true",
-                    help="grading for credit: refuse to run the student's file where its process has no namespaces "
-                         "of its own (the graders would not be hidden from it)")
+                    help="grading for credit: refuse to run the student's file where its process has neither "
+                         "namespaces of its own nor another user (the graders would not be hidden from it)")
     group.addoption("--kata-go-fd", type=int, default=None,
                     help="wait for a byte on this descriptor before running the student's file (kata watch)")
 
@@ -261,10 +261,11 @@ def _load_student() -> tuple[str, dict]:
     """Have the student's process run the student's file; a failure is the kata's outcome."""
     session = _state.session
     walls = session.process.walls
-    if _state.require_walls and not walls.get("namespaces"):
+    if _state.require_walls and not (walls.get("namespaces") or walls.get("user") == "nobody"):
         return protocol.INTERNAL, {"message": "the student's process could not wall itself off here "
                                               f"({walls.get('problem')}): grading for credit needs namespaces of its "
-                                              "own (`kata doctor` says why)", "frames": [], "output": ""}
+                                              "own, or another user (`kata doctor` says why)", "frames": [],
+                                   "output": ""}
     path = Path(session.filename)
     try:
         _state.source = path.read_text(encoding="utf-8")

@@ -221,7 +221,7 @@ def grade(kata_id: str, graders: dict[str, str], *, points: float, imports: list
                 # Sandboxed: the student's code sees neither the nbgrader folder (gradebook, source
                 # notebooks, other submissions) nor anything of the course but what grading needs.
                 result = runner.run_kata(course, kata, student, graders=folder, timeout=timeout,
-                                         isolate=support.available and not unsafe)
+                                         isolate=support.available and not unsafe, credit=not unsafe)
                 score = score_of(result, points)
                 text = report(result, kata, code, student.resolve(), points, score)
         except Exception as exc:  # the grading's own failure: say so in one line, never a traceback
