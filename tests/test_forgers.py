@@ -1,9 +1,9 @@
 """A class of forgers who control their whole process (`tests/forgers.py`), graded on every path that counts
 beside honest students: `kata check`, `kata grade` (warm pool and cold), Gradescope's run_autograder (with
 and without bubblewrap), the GitHub Classroom step, `kata verify --progress --regrade` (and nbgrader, in
-tests/test_nbgrader.py's round trip). Exact expected scores: 0 for each forger, full marks for the honest
-students; no file a forger aims at changes, no process of theirs outlives the run, nothing reaches the
-machine's /tmp or the network."""
+tests/test_nbgrader.py's round trip: `NBGRADER_FORGERS`). Exact expected scores: 0 for each forger, full
+marks for the honest students; no file a forger aims at changes, no process of theirs outlives the run,
+nothing reaches the machine's /tmp or the network."""
 
 from __future__ import annotations
 
@@ -139,7 +139,9 @@ def autograder(course_root, tmp_path_factory) -> Path:
     return base / "autograder.zip"
 
 
-GRADESCOPE_FORGERS = ("frames", "memory", "descriptors", "extension", "survivor", "speaker-zeros")
+# Those that aim at what Gradescope's run writes or leaves: its results.json, processes in the container.
+GRADESCOPE_FORGERS = {True: ("descriptors", "extension", "speaker-zeros"),
+                      False: ("descriptors", "extension", "survivor")}
 
 
 def run_autograder(zip_path: Path, tree: Path, source: str, path: str | None) -> dict:
@@ -173,7 +175,7 @@ def test_gradescope(course_root, autograder, tmp_path, bubblewrap):
         path = f"{tools}{os.pathsep}{Path(kata_exe()).parent}"
     for name, source in {"honest": reference(course_root, "9.1"),
                          **forgers(stub(course_root), ["../results/results.json", "/autograder/results/results.json"],
-                                   GRADESCOPE_FORGERS)}.items():
+                                   GRADESCOPE_FORGERS[bubblewrap])}.items():
         results = run_autograder(autograder, tmp_path / name / "autograder", source, path)
         assert results["score"] == (10.0 if name == "honest" else 0.0), (name, results["output"])
         assert MARK not in json.dumps(results), name

@@ -32,6 +32,7 @@ from kata.runner import run_kata
 from kata.stubs import derive_stub, strip_markers
 from kata.verify import with_mistake
 from tests.conftest import copy_course
+from tests.forgers import attacks
 
 # The round trip grades these katas: one on its own, one that builds on earlier katas (given code).
 ROUND_TRIP = ("9.1", "9.4")
@@ -253,9 +254,15 @@ def test_student_notebook_runs_kata_check(course_root):
 # The round trip
 
 
+NBGRADER_FORGERS = ("frames", "memory", "descriptors", "extension", "speaker-zeros")
+
+
 def forgeries(root: Path) -> dict[str, str]:
-    """The audit's attacks on nbgrader, as code below the stub in a student's cell: (student, code)."""
+    """The audit's attacks on nbgrader, as code below the stub in a student's cell (student, code), and the
+    forgers who control their whole process (tests/forgers.py), aiming at the gradebook and the exports."""
+    targets = [str(root / "gradebook.db"), str(root / "grades.csv")]
     return {
+        **{name: code for name, code in attacks(targets).items() if name in NBGRADER_FORGERS},
         # A cell that mentions the grade cell's import, to be run in the grading kernel, and rewrites the score.
         "injector": "# from kata.nbgrader.runtime import grade as _kata_grade\nimport kata.nbgrader.runtime\n"
                     "kata.nbgrader.runtime.score_of = lambda result, points: float(points)\n",
