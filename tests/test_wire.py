@@ -216,7 +216,7 @@ def test_a_call_crosses_and_a_student_exception_is_rebuilt_by_its_built_in():
     s = session(answer)
     module = s.load("source")
     with pytest.raises(ValueError) as info:
-        module.MultiHeadAttention
+        module.MultiHeadAttention(12, 5)
     assert isinstance(info.value, remote.StudentError) and info.value.type_name == "HeadsDoNotDivide"
     assert info.value.frames[0]["line"] == 3 and s.take_output() == "printed\n"
     s.close()
