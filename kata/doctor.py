@@ -55,6 +55,7 @@ def rows() -> list[tuple[str, str, bool]]:
     from kata.pool import sandboxed_problem
 
     support = isolation.probe()
+    found.append(("your code's walls", walls_trial(), True))
     found.append(("isolation (kata grade)", support.describe(), True))  # students' laptops need none
     found.append(("memory limit (kata grade)", cgroup.probe().describe(), True))
     if course is not None:
@@ -70,6 +71,18 @@ def rows() -> list[tuple[str, str, bool]]:
             optional = module == "nbgrader"
             found.append((module, "not installed" + (" (only instructors need it)" if optional else ""), optional))
     return found
+
+
+WALLS_TRIAL = "from kata.grading import zygote; print(zygote.trial() or 'ok')"
+
+
+def walls_trial() -> str:
+    """What the walls of the student's process are here (`kata.student.walls`), from one trial fork."""
+    trial = subprocess.run([sys.executable, "-c", WALLS_TRIAL], capture_output=True, text=True, timeout=60)
+    problem = trial.stdout.strip() if trial.returncode == 0 else (trial.stderr.strip().splitlines() or ["?"])[-1]
+    if problem == "ok":
+        return "namespaces of its own: files read-only, graders hidden, no network, no process left behind"
+    return f"none beyond its own process here ({problem}): grading for credit needs them, or root (then nobody)"
 
 
 def activation_hint(argv0: str | None = None, prefix: str | None = None) -> str | None:
