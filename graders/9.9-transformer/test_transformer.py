@@ -9,10 +9,12 @@ norm_first: the paper's post-norm stack has none), plus F.embedding * sqrt(d_mod
 `pe` buffer and F.linear for the generator. The positional table is read from the model (kata 9.8
 checks its values): a float32 table converted to float64 could not match a float64 formula to 1e-7.
 
-Parameters are filled by `randomize_` (gains near 1, biases near 0, matrices scaled by fan-in), so
-that swapped norms or projections show. The base-size parameter count builds the student's model for
-real on the CPU with the random initial fills skipped (only the count matters; filling 63M values
-would cost seconds on every `kata check`).
+The student's model lives in the student's process (`student` is a `kata.toolkit.remote` proxy): its
+parameters arrive here by value, so a tied matrix is recognised with `remote.same` (the same object
+there), never with `is`. Parameters are filled by `randomize_` (gains near 1, biases near 0, matrices
+scaled by fan-in, loaded there with `load_state_dict`), so that swapped norms or projections show. The
+base-size parameter count builds the student's model on torch's meta device there (only shapes matter;
+building and sending 63M values would cost seconds on every `kata check`).
 """
 
 import math
@@ -21,10 +23,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 from hypothesis import Phase
-from torch import nn
-from torch.overrides import TorchFunctionMode
 
-from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
     check_batch_independence,
@@ -35,9 +35,11 @@ from kata.toolkit.compare import describe, is_close
 from kata.toolkit.properties import given, settings, st
 from kata.toolkit.torch_layers import (
     WeightMappingError,
+    count_parameters,
     decoder_block_size,
     encoder_block_size,
     from_torch_state,
+    named_parameters,
     randomize_,
     torch_decoder,
     torch_decoder_forward,
@@ -203,15 +205,25 @@ class Truth:
 
     def __init__(self, model, n_heads, norm_first, weights=None):
         self.n_heads = n_heads
+        # Each stack's parameters fetched once (by value, from the student's process), then mapped.
+        stacks = {}
+        for name in ("encoder", "decoder"):
+            stack = part(model, name)
+            if not remote.is_a(stack, "Module"):
+                fail(f"the Transformer's `{name}` should be an nn.Module (the {name.capitalize()} of kata "
+                     f"9.{6 if name == 'encoder' else 7}), got {remote.type_name(stack)}")
+            stacks[name] = named_parameters(stack)
         try:
-            self.encoder = torch_encoder(part(model, "encoder"), n_heads, norm_first=norm_first, final_norm=norm_first)
-            self.decoder = torch_decoder(part(model, "decoder"), n_heads, norm_first=norm_first, final_norm=norm_first)
+            self.encoder = torch_encoder(stacks["encoder"], n_heads, norm_first=norm_first, final_norm=norm_first)
+            self.decoder = torch_decoder(stacks["decoder"], n_heads, norm_first=norm_first, final_norm=norm_first)
         except WeightMappingError as exc:
             fail(f"the encoder's and decoder's parameters do not map onto nn.TransformerEncoder/Decoder's: {exc}")
         # Embedding and generator weights: the model's own, or leaves given by a gradient check.
         w = weights or {
             "src": part(model, "src_embed.embedding.weight"), "tgt": part(model, "tgt_embed.embedding.weight"),
             "gen": part(model, "generator.weight"), "bias": getattr(part(model, "generator"), "bias", None)}
+        # One matrix for both embeddings (tied): the same object there, or the same leaf given here.
+        self.one_table = remote.same(w["src"], w["tgt"])
         self.w = {k: (v.detach() if v is not None and weights is None else v) for k, v in w.items()}
         pe = part(model, "pos_encoding.pe").detach()
         self.d_model = self.w["src"].size(1)
@@ -263,7 +275,7 @@ class Truth:
             found[TGT_MASK_IGNORED] = lambda: self.logits(src, tgt, src_mask, tgt_mask, self_mask=False)
         if src_mask is not None and tgt_mask is not None and src.size(1) == tgt.size(1):
             found[MASKS_SWAPPED] = lambda: self.logits(src, tgt, src_mask, tgt_mask, swapped=True)
-        if self.w["src"] is not self.w["tgt"] and int(tgt.max()) < self.w["src"].size(0):
+        if not self.one_table and int(tgt.max()) < self.w["src"].size(0):
             found[TGT_WITH_SRC_EMBED] = lambda: self.logits(src, tgt, src_mask, tgt_mask, tgt_table="src")
         return found
 
@@ -271,9 +283,10 @@ class Truth:
 def logits_of(model, src, tgt, src_mask, tgt_mask, context):
     """The student's forward, checked for type and shape."""
     out = model(src, tgt, src_mask, tgt_mask)
-    vocab = part(model, "generator").out_features if isinstance(part(model, "generator"), nn.Linear) else None
+    generator = part(model, "generator")
+    vocab = generator.out_features if remote.is_a(generator, "Linear") else None
     if not isinstance(out, torch.Tensor):
-        fail(f"forward should return the logits tensor, got {type(out).__name__} for {context}")
+        fail(f"forward should return the logits tensor, got {remote.type_name(out)} for {context}")
     if out.dim() != 3 or tuple(out.shape[:2]) != tuple(tgt.shape) or (vocab and out.size(2) != vocab):
         fail(f"forward should return logits (batch, tgt_len, tgt_vocab_size) = ({tgt.size(0)}, {tgt.size(1)}, "
              f"{vocab or 'tgt_vocab_size'}), got {describe(out)} for {context}")
@@ -317,7 +330,7 @@ def test_padding_mask(student, device):
         context = f"tokens {ids.tolist()}, pad_id={pad_id}"
         expected = (ids != pad_id)[:, None, None, :]
         if not isinstance(mask, torch.Tensor):
-            fail(f"padding_mask should return a tensor, got {type(mask).__name__} for {context}")
+            fail(f"padding_mask should return a tensor, got {remote.type_name(mask)} for {context}")
         if mask.dtype != torch.bool:
             fail(f"padding_mask should return a bool mask (True = real token), got {mask.dtype} for {context}")
         if mask.shape != expected.shape:
@@ -495,27 +508,31 @@ def test_weight_tying(student):
     tgt_w = part(model, "tgt_embed.embedding.weight")
     gen = part(model, "generator")
     context = "Transformer(12, 12, ..., tie_embeddings=True)"
+    # The matrices arrive here by value: `remote.same` says whether they were one object in the student's process.
     for name, weight, mistake in (("tgt_embed.embedding.weight", tgt_w, TGT_EMBED_NOT_TIED),
-                                  ("generator.weight", gen.weight, GENERATOR_NOT_TIED)):
-        if weight is src_w:
+                                  ("generator.weight", part(gen, "weight"), GENERATOR_NOT_TIED)):
+        if remote.same(weight, src_w):
             continue
-        if isinstance(weight, torch.Tensor) and weight.shape == src_w.shape and (
-                weight.data_ptr() == src_w.data_ptr() or torch.equal(weight, src_w)):
+        if isinstance(weight, torch.Tensor) and weight.shape == src_w.shape and torch.equal(weight, src_w):
             fail(f"{name} is not the same Parameter object as src_embed.embedding.weight for {context}", TIED_BY_COPY)
         fail(f"{name} is not src_embed.embedding.weight for {context}", mistake)
-    if getattr(gen, "bias", None) is not None:
-        fail(f"the generator has a bias of shape {tuple(gen.bias.shape)} for {context}", BIAS_WHEN_TIED)
-    count = sum(p.numel() for p in model.parameters())
+    bias = getattr(gen, "bias", None)
+    if bias is not None:
+        fail(f"the generator has a bias of shape {tuple(bias.shape)} for {context}", BIAS_WHEN_TIED)
+    count = count_parameters(model)
     expected = expected_count(12, 12, 16, 32, 2, tie=True, norm_first=False)
     if count != expected:
         fail(f"{context} has {count:,} parameters, expected {expected:,}")
     moved = model.to(torch.float64)
-    if part(moved, "generator.weight") is not part(moved, "src_embed.embedding.weight"):
+    if not remote.same(part(moved, "generator.weight"), part(moved, "src_embed.embedding.weight")):
         fail(f"after .to(torch.float64) the generator's weight is no longer the embedding's for {context}")
-    untied = build(student, src_vocab=12, tgt_vocab=12, tie=False)
+    # Untied, each name is filled with values of its own: matrices that are one object there, or that share
+    # one storage, come back equal.
+    untied = randomize_(build(student, src_vocab=12, tgt_vocab=12, tie=False), seed=12)
     weights = [part(untied, p) for p in ("src_embed.embedding.weight", "tgt_embed.embedding.weight",
                                          "generator.weight")]
-    if len({w.data_ptr() for w in weights}) != 3:
+    if any(remote.same(a, b) or (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                                 and torch.equal(a, b)) for i, a in enumerate(weights) for b in weights[:i]):
         fail("with tie_embeddings=False the embeddings and the generator should each have their own matrix",
              TIED_UNASKED)
     try:
@@ -526,7 +543,7 @@ def test_weight_tying(student):
         return
     except Exception as exc:  # the student's constructor raised something else
         fail(f"Transformer(12, 15, ..., tie_embeddings=True) should raise ValueError (one matrix needs one "
-             f"vocabulary), but raised {type(exc).__name__}: {exc}")
+             f"vocabulary), but raised {getattr(exc, 'type_name', type(exc).__name__)}: {exc}")
     fail("Transformer(12, 15, ..., tie_embeddings=True) should raise ValueError: one shared matrix needs one "
          "vocabulary (src_vocab_size == tgt_vocab_size)")
 
@@ -535,11 +552,13 @@ def test_gradients_match_torch(student, device, dtype):
     """Gradients of every parameter equal PyTorch's, the shared matrix's included"""
     for tie in (False, True):
         model = ready(student, device, dtype, seed=7, tie=tie, norm_first=tie)
-        if tie and not (part(model, "generator.weight") is part(model, "src_embed.embedding.weight")
-                        is part(model, "tgt_embed.embedding.weight")):
-            fail("with tie_embeddings=True the embeddings and the generator should be one Parameter: the gradient "
-                 "of the shared matrix sums its three uses", GENERATOR_NOT_TIED if part(model, "generator.weight")
-                 is not part(model, "src_embed.embedding.weight") else TGT_EMBED_NOT_TIED)
+        if tie:
+            src_w, tgt_w, gen_w = (part(model, name) for name in ("src_embed.embedding.weight",
+                                                                  "tgt_embed.embedding.weight", "generator.weight"))
+            if not (remote.same(gen_w, src_w) and remote.same(tgt_w, src_w)):
+                fail("with tie_embeddings=True the embeddings and the generator should be one Parameter: the "
+                     "gradient of the shared matrix sums its three uses",
+                     GENERATOR_NOT_TIED if not remote.same(gen_w, src_w) else TGT_EMBED_NOT_TIED)
         v_src, v_tgt = vocab_sizes({"tie": tie})
         src, tgt = tokens(2, 5, v_src, device, lengths=[5, 3]), tokens(2, 4, v_tgt, device, lengths=[4, 3])
         src_mask, tgt_mask = pad_mask(src), tgt_mask_for(tgt)
@@ -592,24 +611,9 @@ def expected_count(v_src, v_tgt, d_model, d_ff, n_layers, *, tie, norm_first):
     return blocks + final_norms + v_src * d_model + v_tgt * d_model + v_tgt * d_model + v_tgt
 
 
-class NoRandomFill(TorchFunctionMode):
-    """Skips torch.nn.init's functions and the in-place random fills: a model builds in a fraction of a second."""
-
-    FILLS = frozenset({"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "geometric_",
-                       "log_normal_", "cauchy_"})
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if getattr(func, "__module__", "") == "torch.nn.init" or getattr(func, "__name__", "") in self.FILLS:
-            target = args[0] if args else next((v for v in kwargs.values() if isinstance(v, torch.Tensor)), None)
-            if isinstance(target, torch.Tensor):
-                return target
-        return func(*args, **kwargs)
-
-
 def count_diagnosis(model, difference, vocab, d_model) -> tuple[Mistake, ...]:
     """What a tied model's extra parameters say: the generator's bias, or a matrix of its own (the one that
-    is not the source embedding's). Values cannot tell a copy here: NoRandomFill leaves them unfilled."""
+    is not the source embedding's object there). Values cannot tell a copy here: meta tensors have none."""
     if difference == vocab:
         return (BIAS_WHEN_TIED,)
     if difference not in (vocab * d_model, vocab * d_model + vocab):
@@ -617,15 +621,17 @@ def count_diagnosis(model, difference, vocab, d_model) -> tuple[Mistake, ...]:
     shared = part(model, "src_embed.embedding.weight")
     return tuple(mistake for name, mistake in (("generator.weight", GENERATOR_NOT_TIED),
                                                ("tgt_embed.embedding.weight", TGT_EMBED_NOT_TIED))
-                 if part(model, name) is not shared)
+                 if not remote.same(part(model, name), shared))
 
 
 def test_base_parameter_count(student):
     """The paper's base model with a shared 37,000-token vocabulary has exactly 63,082,496 parameters"""
     for tie, paper in ((True, 63_082_496), (False, None)):
-        with NoRandomFill():
+        # Built on the meta device in the student's process: parameters with shapes and no values, made in no
+        # time, which come back here as shapes (and which object each was, for count_diagnosis).
+        with remote.default_device("meta"):
             model = student.Transformer(PAPER_VOCAB, PAPER_VOCAB, tie_embeddings=tie)
-        count = sum(p.numel() for p in model.parameters())
+        count = count_parameters(model)
         expected = expected_count(PAPER_VOCAB, PAPER_VOCAB, 512, 2048, 6, tie=tie, norm_first=False)
         assert paper is None or expected == paper, "the grader's own count is off"
         context = f"Transformer({PAPER_VOCAB}, {PAPER_VOCAB}, tie_embeddings={tie}) with the defaults"
@@ -641,7 +647,7 @@ def test_base_parameter_count(student):
 
 def test_xavier_initialisation(student):
     """Every matrix starts Xavier-uniform: within +-sqrt(6 / (fan_in + fan_out)), spread like U(-a, a)"""
-    torch.manual_seed(0)
+    # The student's process draws the initial values: its generator is seeded with the check's seed.
     model = build(student, src_vocab=300, tgt_vocab=200, d_model=32, n_heads=4, d_ff=64, n_layers=1)
     for name, p in model.named_parameters():
         if p.dim() < 2:
