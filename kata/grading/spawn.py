@@ -19,6 +19,7 @@ import traceback
 
 from kata.course import Course, Kata
 from kata.grading import isolation
+from kata.student import serve  # imported here, before the fork: the child runs it at once
 from kata.toolkit.remote import Process, Session
 from kata.wire.frames import Channel, Closed, TimedOut, WireError
 
@@ -59,8 +60,6 @@ def start(course: Course, kata: Kata, filename: str, *, graders: str | None = No
         status = 1
         try:
             ours.close()
-            from kata.student import serve
-
             status = serve.main(theirs, **config)
         except BaseException:
             traceback.print_exc()

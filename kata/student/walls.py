@@ -30,6 +30,7 @@ import re
 import resource
 import signal
 import sys
+import sysconfig
 import threading
 import time
 from dataclasses import asdict, dataclass, field
@@ -124,7 +125,7 @@ def build(*, hidden: list[str], keep: set[int]) -> Report:
     # Root without namespaces (a container that allows none): another user. (With them, root keeps its uid but
     # no capability, sees the files read-only and the graders hidden; nobody might not even read Python.)
     if not report.namespaces and os.geteuid() == 0:
-        unreadable = [p for p in _python_dirs() if not _readable_by_others(p)]
+        unreadable = [p for p in PYTHON_DIRS if not _readable_by_others(p)]
         if unreadable:
             report.problem += f"; it stays root: nobody cannot read {unreadable[0]}"
         else:
@@ -164,9 +165,8 @@ def _namespaces(hidden: list[str]) -> int:
     _check(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
     mountinfo = Path("/proc/self/mountinfo").read_text()
     read_only(libc, mountinfo)
-    keep_visible = _python_dirs()
     for target, size in (("/tmp", TMP_MB), ("/dev/shm", SHM_MB)):
-        fresh_tmpfs(libc, target, size * 1024 * 1024, mountinfo, keep_visible)
+        fresh_tmpfs(libc, target, size * 1024 * 1024, mountinfo, PYTHON_DIRS)
     for path in hidden:
         if os.path.isdir(path):
             _check(libc.mount(b"tmpfs", path.encode(), b"tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,
@@ -178,14 +178,13 @@ def _namespaces(hidden: list[str]) -> int:
 
 def _python_dirs() -> list[str]:
     """Where the Python installation, its packages and the kata package lie: they stay visible."""
-    import sysconfig
-
-    import kata
-
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
-             os.path.dirname(os.path.realpath(kata.__file__))}
+             os.path.dirname(os.path.dirname(os.path.realpath(__file__)))}
     paths |= set(sysconfig.get_paths().values())
     return sorted({os.path.realpath(p) for p in paths if p})
+
+
+PYTHON_DIRS = _python_dirs()  # found once, where this module is imported (the judge, a zygote), before any fork
 
 
 def read_only(libc: ctypes.CDLL, mountinfo: str) -> None:

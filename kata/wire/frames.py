@@ -43,15 +43,23 @@ class Channel:
                  max_total: int = DEFAULT_MAX_TOTAL):
         self.sock = sock
         self.max_header, self.max_total = max_header, max_total
+        self._pending = bytearray()  # bytes received and not yet read: a message is mostly one recv
 
     def send(self, header: dict, buffers: list = ()) -> None:
-        """Send `header` and the `buffers` (anything with the buffer protocol) as one message."""
-        if buffers:
-            header = {**header, "buffers": [memoryview(b).nbytes for b in buffers]}
+        """Send `header` and the `buffers` (anything with the buffer protocol) as one message, in as few
+        system calls as the kernel takes them."""
+        views = [memoryview(b).cast("B") for b in buffers]
+        if views:
+            header = {**header, "buffers": [v.nbytes for v in views]}
         data = json.dumps(header, separators=(",", ":")).encode("utf-8")
-        self.sock.sendall(len(data).to_bytes(HEADER_LENGTH, "big") + data)
-        for buffer in buffers:
-            self.sock.sendall(buffer)
+        parts = [memoryview(len(data).to_bytes(HEADER_LENGTH, "big") + data), *(v for v in views if v.nbytes)]
+        while parts:
+            sent = self.sock.sendmsg(parts)
+            while parts and sent >= parts[0].nbytes:
+                sent -= parts[0].nbytes
+                parts.pop(0)
+            if parts and sent:
+                parts[0] = parts[0][sent:]
 
     def receive(self, deadline: float | None = None) -> tuple[dict, list[bytearray]]:
         """The next message: its header and buffers. `deadline` (time.monotonic()) bounds the wait for all of
@@ -74,15 +82,31 @@ class Channel:
         return header, [self._exactly(n, deadline) for n in lengths]
 
     def _exactly(self, n: int, deadline: float | None, first: bool = False) -> bytearray:
+        """The next `n` bytes: what is pending first, then from the socket (whole chunks at a time, so that a
+        small message costs one system call)."""
+        if len(self._pending) >= n:
+            taken = self._pending[:n]
+            del self._pending[:n]
+            return taken
         buffer = bytearray(n)
-        view, got = memoryview(buffer), 0
+        got = len(self._pending)
+        buffer[:got] = self._pending
+        self._pending.clear()
+        view = memoryview(buffer)
         while got < n:
             if deadline is not None:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not select.select([self.sock], [], [], remaining)[0]:
                     raise TimedOut()
             try:
-                count = self.sock.recv_into(view[got:], n - got)
+                if n - got >= _CHUNK:
+                    count = self.sock.recv_into(view[got:], n - got)
+                else:  # a small remainder: read a whole chunk, keep what follows it for the next read
+                    chunk = self.sock.recv(_CHUNK)
+                    count = min(len(chunk), n - got)
+                    view[got:got + count] = chunk[:count]
+                    self._pending += chunk[count:]
+                    count = len(chunk) and count
             except ConnectionResetError:
                 count = 0
             if count == 0:
@@ -94,3 +118,6 @@ class Channel:
 
     def close(self) -> None:
         self.sock.close()
+
+
+_CHUNK = 65536
