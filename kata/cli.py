@@ -16,7 +16,7 @@ import click
 from kata import __version__, runner, scaffold, workspace
 from kata import progress as prog
 from kata.capstone import TASK, TASKS
-from kata.cli_shared import UsageError, emit, find_kata, json_option, open_course, render, select_katas
+from kata.cli_shared import UsageError, check_report, emit, find_kata, json_option, open_course, render, select_katas
 from kata.course import Course, Kata
 from kata.nbgrader.cli import nbgrader_group, notebook_command
 from kata.outcomes import EXIT_INTERRUPTED
@@ -100,11 +100,13 @@ def show(kata_id: str, as_json: bool) -> None:
               help="Where to run the checks: all means the CPU, plus CUDA when torch sees a GPU.")
 @click.option("--file", "file", type=click.Path(path_type=Path, dir_okay=False),
               help="Grade this file instead of the kata's exercise.py.")
+@click.option("--full", is_flag=True,
+              help="Every failure in detail, nothing cut (by default the report ends with what fits the screen).")
 @click.option("--show-output", is_flag=True,
               help="Show everything your code printed, in passing checks too (it is always captured).")
 @click.option("--debug", is_flag=True, help="Also print the grader's own log (for course authors).")
 @json_option
-def check(kata_id: str | None, device: str, file: Path | None, show_output: bool, debug: bool,
+def check(kata_id: str | None, device: str, file: Path | None, full: bool, show_output: bool, debug: bool,
           as_json: bool) -> None:
     """Grade your exercise (the kata whose folder you are in, else the current one, when no ID is given).
 
@@ -132,16 +134,11 @@ def check(kata_id: str | None, device: str, file: Path | None, show_output: bool
         progress.record_check(kata.id, result.passed, Path(result.file))
     unmet = prog.unmet(course.prerequisites(kata), states)
     if as_json:
-        payload = result.to_dict()
-        payload["unmet_prerequisites"] = [k.id for k in unmet]
-        payload["recorded"] = unrecorded is None
-        if not debug:
-            payload.pop("log")
-        emit("check", payload)
+        emit("check", check_report(result, unmet, recorded=unrecorded is None, log=debug))
     else:
         console = console or render.make_console()
         render.check_result(console, course, kata, result, unmet, progress.get(kata.id).hints_used,
-                            show_output=show_output)
+                            show_output=show_output, full=full)
         render.not_recorded(console, result, unrecorded)
         if debug:
             render.debug_log(console, result)
