@@ -43,12 +43,16 @@ def _progress(course: Course) -> prog.Progress:
     return prog.Progress(prog.progress_path(course.root))
 
 
-def _kata_dict(kata: Kata, state: prog.KataProgress | None = None) -> dict:
+def _kata_dict(kata: Kata, state: prog.KataProgress | None = None, changed: set[str] | None = None) -> dict:
+    """A kata in a `--json` report; with its `state`, and `changed` (`prog.changed_since_pass`), whether its
+    file changed since it passed."""
     data = {"id": kata.id, "slug": kata.slug, "title": kata.title, "points": kata.points,
             "requires": list(kata.requires), "exercise": str(kata.exercise), "hint_tiers": len(kata.hints),
             "time_budget_s": kata.time_budget_s}
     if state is not None:
         data["progress"] = vars(state)
+    if changed is not None:
+        data["file_changed_since_pass"] = kata.id in changed
     return data
 
 
@@ -74,7 +78,8 @@ def list_katas(as_json: bool) -> None:
     states = _progress(course).load()
     nxt = prog.next_kata(course.katas, states)
     if as_json:
-        emit("list", {"katas": [_kata_dict(k, states.get(k.id, prog.KataProgress())) for k in course.katas],
+        changed = prog.changed_since_pass(course.katas, states)
+        emit("list", {"katas": [_kata_dict(k, states.get(k.id, prog.KataProgress()), changed) for k in course.katas],
                        "next": nxt.id if nxt else None})
         return
     render.kata_list(render.make_console(), course, states, nxt.id if nxt else None)
@@ -346,11 +351,12 @@ def progress_command(as_json: bool) -> None:
     nxt = prog.next_kata(course.katas, states)
     if as_json:
         passed = [k for k in course.katas if states.get(k.id, prog.KataProgress()).status == prog.PASSED]
+        changed = prog.changed_since_pass(course.katas, states)
         emit("progress", {
             "passed": len(passed), "total": len(course.katas),
             "points": sum(k.points for k in passed), "max_points": sum(k.points for k in course.katas),
             "next": nxt.id if nxt else None,
-            "katas": [_kata_dict(k, states.get(k.id, prog.KataProgress())) for k in course.katas],
+            "katas": [_kata_dict(k, states.get(k.id, prog.KataProgress()), changed) for k in course.katas],
             "progress_file": str(prog.progress_path(course.root)),
         })
         return

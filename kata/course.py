@@ -78,6 +78,11 @@ class Kata:
         return self.exercise_dir / "README.md"
 
     @property
+    def sanity(self) -> Path:
+        """Quick shape checks the student runs with Python (`python exercises/<kata>/sanity.py`): no grading."""
+        return self.exercise_dir / "sanity.py"
+
+    @property
     def solution(self) -> Path:
         return self.root / "solutions" / self.dirname / "solution.py"
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 import os
 import re
+import shutil
+import subprocess
 import threading
 import time
 from collections import defaultdict
@@ -142,14 +144,25 @@ def summary_line(course: Course, states: dict[str, prog.KataProgress]) -> Text:
 def progress_report(console: Console, course: Course, states: dict[str, prog.KataProgress],
                     next_id: str | None) -> None:
     passed = sum(states.get(k.id, prog.KataProgress()).status == prog.PASSED for k in course.katas)
-    bar = ProgressBar(total=len(course.katas), completed=passed, width=40)
-    console.print(Group(Text("Progress", style="bold"), bar, summary_line(course, states)))
+    summary = summary_line(course, states)
+    # The bar beside its text, both on one line of the console's width.
+    bar = ProgressBar(total=len(course.katas), completed=passed, width=max(10, min(40, console.width - 3
+                                                                                   - summary.cell_len)))
+    line = Table.grid(padding=(0, 2))
+    line.add_row(bar, summary)
+    console.print(Text("Progress", style="bold"))
+    console.print(line)
     console.print()
     kata_list(console, course, states, next_id)
     if next_id:
         kata = course.find(next_id)
         console.print(f"Next: [bold]{kata.id}[/] {kata.title}: edit [cyan]{relative(kata.exercise)}[/], "
                       f"then [bold]kata check {kata.id}[/]")
+        return
+    skipped = [k.id for k in course.katas if states.get(k.id, prog.KataProgress()).status == prog.SKIPPED]
+    if skipped:
+        console.print(f"[yellow bold]Every kata is passed or skipped[/]: {', '.join(skipped)} skipped "
+                      f"([bold]kata goto {skipped[0]}[/] goes back to it).")
     else:
         console.print("[green bold]Every kata is passed. The Transformer is yours.[/]")
 
@@ -634,20 +647,38 @@ def solution_not_revealed(console: Console) -> None:
 
 
 def solution(console: Console, kata: Kata, source: str) -> None:
-    console.print(Panel(Syntax(source, "python", line_numbers=True, word_wrap=True),
-                        title=f"Reference solution of kata {kata.id}: {kata.title}", title_align="left"))
+    page(console, [Panel(Syntax(source, "python", line_numbers=True, word_wrap=True),
+                         title=f"Reference solution of kata {kata.id}: {kata.title}", title_align="left")])
 
 
 def show(console: Console, kata: Kata, state: prog.KataProgress, prerequisites: list[Kata]) -> None:
     """The kata's README, its LaTeX as Unicode text (the file keeps its LaTeX), and where the kata stands."""
     from kata.math_text import render_math
 
-    console.print(Markdown(render_math(kata.readme.read_text(encoding="utf-8"))))
     label, style = STATUS_STYLE[state.status]
     facts = [f"[{style}]{label}[/]", f"{kata.points:g} points", f"file: [cyan]{relative(kata.exercise)}[/]"]
+    if kata.sanity.is_file():
+        facts.append(f"try it: [bold]python {relative(kata.sanity)}[/]")
     if prerequisites:
         facts.append("builds on " + ", ".join(k.id for k in prerequisites))
-    console.print(" · ".join(facts))
+    page(console, [Markdown(render_math(kata.readme.read_text(encoding="utf-8"))),
+                   Text.from_markup(" · ".join(facts))])
+
+
+def page(console: Console, parts: list) -> None:
+    """Print `parts`; in a terminal they are taller than, through a pager, so that the reader starts at
+    their start instead of seeing it scroll away: $PAGER, else less (with git's defaults: colours kept, the
+    text left on screen when it quits). Without either, straight to the terminal."""
+    pager = os.environ.get("PAGER") or ("less" if shutil.which("less") else None)
+    if not console.is_terminal or pager is None or _height(console, parts) < console.size.height:
+        for part in parts:
+            console.print(part)
+        return
+    with console.capture() as capture:
+        for part in parts:
+            console.print(part)
+    env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+    subprocess.run(pager, shell=True, input=capture.get(), text=True, env=env, check=False)
 
 
 def doctor(console: Console, rows: list[tuple[str, str, bool]]) -> None:
@@ -663,11 +694,13 @@ def doctor(console: Console, rows: list[tuple[str, str, bool]]) -> None:
 def next_kata(console: Console, kata: Kata | None, activation_hint: str | None) -> None:
     """`kata next`: the kata to work on and the three commands of its loop; how to make `kata` a command."""
     if kata is None:
-        console.print("[green bold]Every kata is passed (or skipped). Well done.[/]")
+        console.print("[green bold]Every kata is passed or skipped.[/] `kata progress` says which.")
         return
     console.print(f"[bold]Kata {kata.id}: {kata.title}[/]")
     console.print(f"  read    [bold]kata show {kata.id}[/]")
     console.print(f"  edit    [cyan]{relative(kata.exercise)}[/]")
+    if kata.sanity.is_file():
+        console.print(f"  try     [bold]python {relative(kata.sanity)}[/]  [dim](shapes only, no grade)[/]")
     console.print(f"  check   [bold]kata check {kata.id}[/]")
     if activation_hint:
         console.print(f"[yellow]{activation_hint}[/]")
