@@ -94,11 +94,6 @@ class Kata:
     def mistakes_dir(self) -> Path:
         return self.graders / "mistakes"
 
-    @property
-    def pictures_file(self) -> Path:
-        """The code of the kata's pictures (`kata viz`): a module with `SUBJECT`, `NEEDS` and `build(module)`."""
-        return self.solution.parent / "pictures.py"
-
     def grader_files(self) -> list[Path]:
         return sorted(self.graders.glob("test_*.py"))
 
