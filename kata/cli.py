@@ -12,6 +12,7 @@ import warnings
 from pathlib import Path
 
 import click
+from rich_click import RichGroup, RichHelpConfiguration, rich_config
 
 from kata import __version__, runner, scaffold, workspace
 from kata import progress as prog
@@ -60,7 +61,27 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     render.warning(message)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# `kata --help` lists the commands by reader, the student's first (rich-click's panels); every command is in one.
+COMMAND_PANELS = {
+    "For students": ["next", "show", "check", "watch", "hint", "list", "progress", "solution", "skip", "goto", "edit",
+                     "reset", "restore", "viz", "train-demo", "notebook", "doctor"],
+    "For instructors": ["grade", "gradescope", "classroom", "nbgrader"],
+    "For course authors": ["verify", "new", "stubs"],
+}
+
+
+class _KataGroup(RichGroup):
+    """The `kata` group: its help groups the commands in panels; its errors and the help of each command stay
+    click's plain text, which scripts and the tests read."""
+
+    command_class = click.Command
+    group_class = click.Group
+    main = click.Group.main
+
+
+@rich_config(help_config=RichHelpConfiguration(
+    command_groups={"kata": [{"name": name, "commands": names} for name, names in COMMAND_PANELS.items()]}))
+@click.group("kata", cls=_KataGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kata")
 def main() -> None:
     """Build the Transformer of "Attention Is All You Need" from scratch, one graded kata at a time.
@@ -294,7 +315,7 @@ def edit(kata_id: str | None) -> None:
 @click.option("--device", type=click.Choice(["cpu", "cuda", "all"]), default="all", show_default=True,
               help="Where to run the checks.")
 def watch(kata_id: str | None, poll: bool, device: str) -> None:
-    """Check the current kata every time you save it; keys: n next, h hint, l list, c check again, q quit."""
+    """Check the current kata every time you save it; keys: n next, h hint, l list, o output, c check, q quit."""
     from kata.watch import Watcher
 
     course = open_course()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -241,3 +242,18 @@ def test_checking_another_file_leaves_the_katas_status_alone(cli, course, course
     # The kata's own file, named with --file, is a check of the kata like any other.
     assert as_json(cli("check", "--file", str(kata.exercise), "9.1", "--json"), "check")["recorded"] is True
     assert prog.Progress(course_root / ".kata-progress.json").get("9.1").attempts == before.attempts + 1
+
+
+def test_help_groups_every_command_by_its_reader_the_students_first():
+    from kata.cli import COMMAND_PANELS
+
+    panels = [name for names in COMMAND_PANELS.values() for name in names]
+    assert sorted(panels) == sorted(main.commands), "every command in one panel, and only commands"
+    done = subprocess.run([kata_exe(), "--help"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    titles = re.findall(r"^╭─ (For [a-z ]+) ─", done.stdout, re.MULTILINE)
+    assert titles == ["For students", "For instructors", "For course authors"]
+    listed = re.findall(r"^│ ([a-z][a-z-]*) ", done.stdout, re.MULTILINE)
+    assert listed == panels, "in each panel's order, each once"
+    assert all(len(line) <= 80 for line in done.stdout.splitlines())
