@@ -1,5 +1,5 @@
 """The `kata` command. Each command parses its options, calls the layer that does the work, and hands
-the result to `kata.render` (or prints JSON). Exit codes: `kata.outcomes` and the README.
+the result to `kata.render` (or prints JSON). Exit codes: `kata.outcomes` and docs/students.md.
 
 `kata check` starts fast because this module imports little: torch never (the grading child does), and
 `kata.render` (rich) only when a command prints with it (`cli_shared.render`)."""
@@ -500,7 +500,7 @@ def _export_options(function):
         click.option("--per-kata", is_flag=True, help="One LMS column per kata instead of one for their total."),
         click.option("--roster", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None,
                      help="A CSV of the LMS's students (a Canvas gradebook export will do) mapping folder names "
-                          "to LMS ids: see the README."),
+                          "to LMS ids: see docs/instructors.md."),
     ]):
         function = option(function)
     return function
@@ -631,7 +631,7 @@ def grade_merge(out: Path, shard_dirs: tuple[Path, ...], formats: tuple[str, ...
 
 @main.group()
 def gradescope() -> None:
-    """For instructors: Gradescope autograders of the katas (see the README)."""
+    """For instructors: Gradescope autograders of the katas (see docs/instructors.md)."""
 
 
 @gradescope.command("build")
@@ -687,7 +687,7 @@ def gradescope_selfcheck(keys: tuple[str, ...]) -> None:
 
 @main.group()
 def classroom() -> None:
-    """For instructors: GitHub Classroom autograding of the katas (see the README)."""
+    """For instructors: GitHub Classroom autograding of the katas (see docs/instructors.md)."""
 
 
 @classroom.command("workflow")

@@ -16,7 +16,7 @@ from kata.outcomes import EXIT_USAGE, PASSED
 from kata.runner import TAMPERED, KataResult
 
 JSON_SCHEMA_VERSION = 1
-# Reports whose fields changed meaning, at their version since (the README's "JSON output" says what changed).
+# Reports whose fields changed meaning, at their version since (docs/students.md, "JSON output", says what).
 SCHEMA_VERSIONS = {"check": 2}
 
 
@@ -53,7 +53,7 @@ def select_katas(course: Course, keys: tuple[str, ...]) -> list[Kata]:
 
 
 def emit(kind: str, payload: dict) -> None:
-    """A `--json` report: one object whose `schema` is `kata.<kind>/<version>` (documented in the README)."""
+    """A `--json` report: one object whose `schema` is `kata.<kind>/<version>` (documented in docs/students.md)."""
     version = SCHEMA_VERSIONS.get(kind, JSON_SCHEMA_VERSION)
     click.echo(json.dumps({"schema": f"kata.{kind}/{version}", **payload}, indent=2, default=str))
 
@@ -74,7 +74,7 @@ def check_report(result: KataResult, unmet: list[Kata], *, recorded: bool, log: 
 
 
 json_option = click.option("--json", "as_json", is_flag=True,
-                           help="Print a JSON report instead (schema in the README).")
+                           help="Print a JSON report instead (schema in docs/students.md).")
 
 
 class _ImportedOnFirstUse:
