@@ -238,8 +238,8 @@ def _body(console: Console, kata: Kata, result: KataResult, show_output: bool, k
                 *_printed(console, kata, result, show_output, keys)]
     diagnoses = _diagnosis_panels(failures, names=1)
     others = _others(failures)
-    if show_output:  # asked for: it comes right after the mistake named, cut to the room there is
-        printed = _printed(console, kata, result, True, keys, room - _height(console, diagnoses))
+    if show_output:  # asked for: right after the mistake named; on a redrawn screen (`keys`), cut to fit
+        printed = _printed(console, kata, result, True, keys, room - _height(console, diagnoses) if keys else None)
         rest = _height(console, [*diagnoses, *others, *printed])
         first = [_failure_panel(failures[0], console, room - rest)] if failures else []
         return [*diagnoses, *printed, *first, *others]

@@ -241,6 +241,12 @@ def test_the_report_speaks_the_courses_words_not_pytests_or_hypothesiss(course_r
     assert "The smallest input that fails: x = tensor([[" in out and "dim = 1" in out
     assert "Failing test case" not in out and "Draw 1" not in out and "data(...)" not in out
     assert not re.search(r"\btest_\w+", out), "no pytest name"
+    # Without --full: one failure in detail, the nine others of the same cause in one line.
+    short = " ".join(run_kata("check", "9.1", cwd=course_root).stdout.replace("│", " ").split())
+    assert short.count("╭─ !") == 1
+    assert re.search(r"Also failing: dim defaults to -1; Logits of magnitude 1e4 give finite probabilities; and 7 "
+                     r"more \(RuntimeError\)", short), short
+    assert "Next: fix it and check again (all 10 failures: kata check 9.1 --full)." in short
 
 
 def test_hypothesis_and_pytest_wording_in_the_courses_words():
