@@ -11,3 +11,4 @@ check's failure is lives in `failure`; the forbidden built-ins are read from the
 Grader authors write against the toolkit, `kata.toolkit`, not against this package. The `kata` command
 imports `protocol`, `scan` and `zygote` (whose imports of torch happen in the zygote process) without
 paying for `import torch`.
+"""
