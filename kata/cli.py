@@ -1,5 +1,5 @@
 """The `kata` command. Each command parses its options, calls the layer that does the work, and hands
-the result to `kata.render` (or prints JSON). Exit codes: `kata.outcomes` and the README.
+the result to `kata.render` (or prints JSON). Exit codes: `kata.outcomes` and docs/students.md.
 
 `kata check` starts fast because this module imports little: torch never (the grading child does), and
 `kata.render` (rich) only when a command prints with it (`cli_shared.render`)."""
@@ -12,11 +12,12 @@ import warnings
 from pathlib import Path
 
 import click
+from rich_click import RichGroup, RichHelpConfiguration, rich_config
 
 from kata import __version__, runner, scaffold, workspace
 from kata import progress as prog
 from kata.capstone import TASK, TASKS
-from kata.cli_shared import UsageError, emit, find_kata, json_option, open_course, render, select_katas
+from kata.cli_shared import UsageError, check_report, emit, find_kata, json_option, open_course, render, select_katas
 from kata.course import Course, Kata
 from kata.nbgrader.cli import nbgrader_group, notebook_command
 from kata.outcomes import EXIT_INTERRUPTED
@@ -43,12 +44,16 @@ def _progress(course: Course) -> prog.Progress:
     return prog.Progress(prog.progress_path(course.root))
 
 
-def _kata_dict(kata: Kata, state: prog.KataProgress | None = None) -> dict:
+def _kata_dict(kata: Kata, state: prog.KataProgress | None = None, changed: set[str] | None = None) -> dict:
+    """A kata in a `--json` report; with its `state`, and `changed` (`prog.changed_since_pass`), whether its
+    file changed since it passed."""
     data = {"id": kata.id, "slug": kata.slug, "title": kata.title, "points": kata.points,
             "requires": list(kata.requires), "exercise": str(kata.exercise), "hint_tiers": len(kata.hints),
             "time_budget_s": kata.time_budget_s}
     if state is not None:
         data["progress"] = vars(state)
+    if changed is not None:
+        data["file_changed_since_pass"] = kata.id in changed
     return data
 
 
@@ -56,7 +61,27 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     render.warning(message)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# `kata --help` lists the commands by reader, the student's first (rich-click's panels); every command is in one.
+COMMAND_PANELS = {
+    "For students": ["next", "show", "check", "watch", "hint", "list", "progress", "solution", "skip", "goto", "edit",
+                     "reset", "restore", "viz", "train-demo", "notebook", "doctor"],
+    "For instructors": ["grade", "gradescope", "classroom", "nbgrader"],
+    "For course authors": ["verify", "new", "stubs"],
+}
+
+
+class _KataGroup(RichGroup):
+    """The `kata` group: its help groups the commands in panels; its errors and the help of each command stay
+    click's plain text, which scripts and the tests read."""
+
+    command_class = click.Command
+    group_class = click.Group
+    main = click.Group.main
+
+
+@rich_config(help_config=RichHelpConfiguration(
+    command_groups={"kata": [{"name": name, "commands": names} for name, names in COMMAND_PANELS.items()]}))
+@click.group("kata", cls=_KataGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kata")
 def main() -> None:
     """Build the Transformer of "Attention Is All You Need" from scratch, one graded kata at a time.
@@ -74,7 +99,8 @@ def list_katas(as_json: bool) -> None:
     states = _progress(course).load()
     nxt = prog.next_kata(course.katas, states)
     if as_json:
-        emit("list", {"katas": [_kata_dict(k, states.get(k.id, prog.KataProgress())) for k in course.katas],
+        changed = prog.changed_since_pass(course.katas, states)
+        emit("list", {"katas": [_kata_dict(k, states.get(k.id, prog.KataProgress()), changed) for k in course.katas],
                        "next": nxt.id if nxt else None})
         return
     render.kata_list(render.make_console(), course, states, nxt.id if nxt else None)
@@ -100,11 +126,13 @@ def show(kata_id: str, as_json: bool) -> None:
               help="Where to run the checks: all means the CPU, plus CUDA when torch sees a GPU.")
 @click.option("--file", "file", type=click.Path(path_type=Path, dir_okay=False),
               help="Grade this file instead of the kata's exercise.py.")
+@click.option("--full", is_flag=True,
+              help="Every failure in detail, nothing cut (by default the report ends with what fits the screen).")
 @click.option("--show-output", is_flag=True,
               help="Show everything your code printed, in passing checks too (it is always captured).")
 @click.option("--debug", is_flag=True, help="Also print the grader's own log (for course authors).")
 @json_option
-def check(kata_id: str | None, device: str, file: Path | None, show_output: bool, debug: bool,
+def check(kata_id: str | None, device: str, file: Path | None, full: bool, show_output: bool, debug: bool,
           as_json: bool) -> None:
     """Grade your exercise (the kata whose folder you are in, else the current one, when no ID is given).
 
@@ -132,16 +160,11 @@ def check(kata_id: str | None, device: str, file: Path | None, show_output: bool
         progress.record_check(kata.id, result.passed, Path(result.file))
     unmet = prog.unmet(course.prerequisites(kata), states)
     if as_json:
-        payload = result.to_dict()
-        payload["unmet_prerequisites"] = [k.id for k in unmet]
-        payload["recorded"] = unrecorded is None
-        if not debug:
-            payload.pop("log")
-        emit("check", payload)
+        emit("check", check_report(result, unmet, recorded=unrecorded is None, log=debug))
     else:
         console = console or render.make_console()
         render.check_result(console, course, kata, result, unmet, progress.get(kata.id).hints_used,
-                            show_output=show_output)
+                            show_output=show_output, full=full)
         render.not_recorded(console, result, unrecorded)
         if debug:
             render.debug_log(console, result)
@@ -292,7 +315,7 @@ def edit(kata_id: str | None) -> None:
 @click.option("--device", type=click.Choice(["cpu", "cuda", "all"]), default="all", show_default=True,
               help="Where to run the checks.")
 def watch(kata_id: str | None, poll: bool, device: str) -> None:
-    """Check the current kata every time you save it; keys: n next, h hint, l list, c check again, q quit."""
+    """Check the current kata every time you save it; keys: n next, h hint, l list, o output, c check, q quit."""
     from kata.watch import Watcher
 
     course = open_course()
@@ -349,11 +372,12 @@ def progress_command(as_json: bool) -> None:
     nxt = prog.next_kata(course.katas, states)
     if as_json:
         passed = [k for k in course.katas if states.get(k.id, prog.KataProgress()).status == prog.PASSED]
+        changed = prog.changed_since_pass(course.katas, states)
         emit("progress", {
             "passed": len(passed), "total": len(course.katas),
             "points": sum(k.points for k in passed), "max_points": sum(k.points for k in course.katas),
             "next": nxt.id if nxt else None,
-            "katas": [_kata_dict(k, states.get(k.id, prog.KataProgress())) for k in course.katas],
+            "katas": [_kata_dict(k, states.get(k.id, prog.KataProgress()), changed) for k in course.katas],
             "progress_file": str(prog.progress_path(course.root)),
         })
         return
@@ -476,7 +500,7 @@ def _export_options(function):
         click.option("--per-kata", is_flag=True, help="One LMS column per kata instead of one for their total."),
         click.option("--roster", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None,
                      help="A CSV of the LMS's students (a Canvas gradebook export will do) mapping folder names "
-                          "to LMS ids: see the README."),
+                          "to LMS ids: see docs/instructors.md."),
     ]):
         function = option(function)
     return function
@@ -607,7 +631,7 @@ def grade_merge(out: Path, shard_dirs: tuple[Path, ...], formats: tuple[str, ...
 
 @main.group()
 def gradescope() -> None:
-    """For instructors: Gradescope autograders of the katas (see the README)."""
+    """For instructors: Gradescope autograders of the katas (see docs/instructors.md)."""
 
 
 @gradescope.command("build")
@@ -663,7 +687,7 @@ def gradescope_selfcheck(keys: tuple[str, ...]) -> None:
 
 @main.group()
 def classroom() -> None:
-    """For instructors: GitHub Classroom autograding of the katas (see the README)."""
+    """For instructors: GitHub Classroom autograding of the katas (see docs/instructors.md)."""
 
 
 @classroom.command("workflow")

@@ -12,9 +12,12 @@ from types import ModuleType
 import click
 
 from kata.course import Course, CourseError, CourseNotFound, Kata, load_course
-from kata.outcomes import EXIT_USAGE
+from kata.outcomes import EXIT_USAGE, PASSED
+from kata.runner import KataResult
 
 JSON_SCHEMA_VERSION = 1
+# Reports whose fields changed meaning, at their version since (docs/students.md, "JSON output", says what).
+SCHEMA_VERSIONS = {"check": 2}
 
 
 class UsageError(click.ClickException):
@@ -50,12 +53,27 @@ def select_katas(course: Course, keys: tuple[str, ...]) -> list[Kata]:
 
 
 def emit(kind: str, payload: dict) -> None:
-    """A `--json` report: one object whose `schema` is `kata.<kind>/<version>` (documented in the README)."""
-    click.echo(json.dumps({"schema": f"kata.{kind}/{JSON_SCHEMA_VERSION}", **payload}, indent=2, default=str))
+    """A `--json` report: one object whose `schema` is `kata.<kind>/<version>` (documented in docs/students.md)."""
+    version = SCHEMA_VERSIONS.get(kind, JSON_SCHEMA_VERSION)
+    click.echo(json.dumps({"schema": f"kata.{kind}/{version}", **payload}, indent=2, default=str))
+
+
+def check_report(result: KataResult, unmet: list[Kata], *, recorded: bool, log: bool) -> dict:
+    """The `kata.check/2` report of a `runner.KataResult`. Each check's `points` are the points it earned and
+    its `worth` what it can earn, as in `kata grade`'s reports (version 1 gave the worth as `points`)."""
+    payload = result.to_dict()
+    for check in payload["checks"]:
+        check["worth"] = check["points"]
+        check["points"] = check["worth"] if check["status"] == PASSED else 0.0
+    payload["unmet_prerequisites"] = [k.id for k in unmet]
+    payload["recorded"] = recorded
+    if not log:
+        payload.pop("log")
+    return payload
 
 
 json_option = click.option("--json", "as_json", is_flag=True,
-                           help="Print a JSON report instead (schema in the README).")
+                           help="Print a JSON report instead (schema in docs/students.md).")
 
 
 class _ImportedOnFirstUse:

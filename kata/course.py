@@ -78,6 +78,11 @@ class Kata:
         return self.exercise_dir / "README.md"
 
     @property
+    def sanity(self) -> Path:
+        """Quick shape checks the student runs with Python (`python exercises/<kata>/sanity.py`): no grading."""
+        return self.exercise_dir / "sanity.py"
+
+    @property
     def solution(self) -> Path:
         return self.root / "solutions" / self.dirname / "solution.py"
 
@@ -88,11 +93,6 @@ class Kata:
     @property
     def mistakes_dir(self) -> Path:
         return self.graders / "mistakes"
-
-    @property
-    def pictures_file(self) -> Path:
-        """The code of the kata's pictures (`kata viz`): a module with `SUBJECT`, `NEEDS` and `build(module)`."""
-        return self.solution.parent / "pictures.py"
 
     def grader_files(self) -> list[Path]:
         return sorted(self.graders.glob("test_*.py"))

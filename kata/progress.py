@@ -296,6 +296,12 @@ def verify_passes(katas, states: dict[str, KataProgress], regrade=None) -> list[
     return found
 
 
+def changed_since_pass(katas, states: dict[str, KataProgress]) -> set[str]:
+    """The ids of the katas recorded as passed whose exercise file is no longer the file that passed (reset
+    to its stub, edited, or gone): the pass stands in the progress file, but not for the file there now."""
+    return {check.kata for check in verify_passes(katas, states) if check.verdict in ("changed", "missing")}
+
+
 def next_kata(katas, states: dict[str, KataProgress]):
     """The first kata in course order that is neither passed nor skipped (None when all are done)."""
     return next((k for k in katas if states.get(k.id, KataProgress()).status not in (PASSED, SKIPPED)), None)

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
+import shutil
+import subprocess
 import threading
 import time
 from collections import defaultdict
@@ -26,13 +29,12 @@ from rich.table import Table
 from rich.text import Text
 
 from kata import progress as prog
-from kata import runner
+from kata import runner, wording
 from kata.course import Course, Kata
 from kata.grade import MISSING, NOT_REGULAR, UNREADABLE, UNSAFE
 from kata.grading import protocol
 from kata.runner import Check, Frame, KataResult
 
-MAX_DETAILED_FAILURES = 4
 STATUS_STYLE = {
     prog.PASSED: ("✓ passed", "green"),
     prog.FAILING: ("✗ failing", "red"),
@@ -102,18 +104,29 @@ def _frames(frames: list[Frame]) -> Text:
     return text
 
 
-def kata_list(console: Console, course: Course, states: dict[str, prog.KataProgress], next_id: str | None) -> None:
-    table = Table(title=course.title, box=box.SIMPLE_HEAVY, title_style="bold")
+def kata_list(console: Console, course: Course, states: dict[str, prog.KataProgress], next_id: str | None,
+              *, one_line: bool = False) -> None:
+    """Every kata with its status; a pass whose file changed since (a `kata reset`, an edit) says so.
+    `one_line`: each kata on one line, its title cut to fit (`kata watch`, whose screen cannot scroll)."""
+    changed = prog.changed_since_pass(course.katas, states)
+    table = Table(title=None if one_line else course.title, box=box.SIMPLE_HEAVY, title_style="bold",
+                  caption="passed, file changed: your exercise.py is not the file that passed (reset or edited "
+                          "since); `kata check ID` checks it again" if changed else None, caption_justify="left")
     table.add_column("", width=1)
     table.add_column("ID", style="bold", no_wrap=True)
-    table.add_column("Kata", ratio=1)
-    table.add_column("Points", justify="right")
+    if one_line:  # the other columns take about 54 of the console's width
+        table.add_column("Kata", no_wrap=True, overflow="ellipsis", max_width=max(20, console.width - 54))
+    else:
+        table.add_column("Kata", ratio=1)
+    table.add_column("Points", justify="right", min_width=6)
     table.add_column("Status", no_wrap=True)
-    table.add_column("Tries", justify="right")
-    table.add_column("Hints", justify="right")
+    table.add_column("Tries", justify="right", min_width=5)
+    table.add_column("Hints", justify="right", min_width=5)
     for kata in course.katas:
         state = states.get(kata.id, prog.KataProgress())
         label, style = STATUS_STYLE[state.status]
+        if kata.id in changed:
+            label, style = f"{label}, file changed", "yellow"
         hints = f"{state.hints_used}/{len(kata.hints)}" if state.hints_used else ""
         reveal = " [yellow](solution seen)[/]" if state.solution_revealed else ""
         table.add_row("→" if kata.id == next_id else "", kata.id, kata.title + reveal, f"{kata.points:g}",
@@ -131,58 +144,143 @@ def summary_line(course: Course, states: dict[str, prog.KataProgress]) -> Text:
 def progress_report(console: Console, course: Course, states: dict[str, prog.KataProgress],
                     next_id: str | None) -> None:
     passed = sum(states.get(k.id, prog.KataProgress()).status == prog.PASSED for k in course.katas)
-    bar = ProgressBar(total=len(course.katas), completed=passed, width=40)
-    console.print(Group(Text("Progress", style="bold"), bar, summary_line(course, states)))
+    summary = summary_line(course, states)
+    # The bar beside its text, both on one line of the console's width.
+    bar = ProgressBar(total=len(course.katas), completed=passed, width=max(10, min(40, console.width - 3
+                                                                                   - summary.cell_len)))
+    line = Table.grid(padding=(0, 2))
+    line.add_row(bar, summary)
+    console.print(Text("Progress", style="bold"))
+    console.print(line)
     console.print()
     kata_list(console, course, states, next_id)
     if next_id:
         kata = course.find(next_id)
         console.print(f"Next: [bold]{kata.id}[/] {kata.title}: edit [cyan]{relative(kata.exercise)}[/], "
                       f"then [bold]kata check {kata.id}[/]")
+        return
+    skipped = [k.id for k in course.katas if states.get(k.id, prog.KataProgress()).status == prog.SKIPPED]
+    if skipped:
+        console.print(f"[yellow bold]Every kata is passed or skipped[/]: {', '.join(skipped)} skipped "
+                      f"([bold]kata goto {skipped[0]}[/] goes back to it).")
     else:
         console.print("[green bold]Every kata is passed. The Transformer is yours.[/]")
 
 
 def check_result(console: Console, course: Course, kata: Kata, result: KataResult,
                  unmet: list[Kata] | None = None, hints_used: int = 0, *, show_output: bool = False,
-                 keys: bool = False) -> None:
-    """The whole report of one `kata check`. `hints_used`: the hint tiers the student has seen;
-    `show_output`: everything the student's code printed, passing checks included; `keys`: inside
-    `kata watch`, where the next steps are keys, not commands."""
-    console.print(_title(kata, result))
+                 keys: bool = False, full: bool = False, height: int | None = None) -> None:
+    """The report of one `kata check`: the title, the table of checks, then what to do about it.
+
+    It ends with the essentials (the diagnosis, the first failure, the verdict and the next step), sized to
+    fit `height` lines (the terminal's, less the prompt's, by default), so that they are what stays on
+    screen however long the rest; failures of one cause are grouped and the others listed in a line each.
+    `full` (`kata check --full`): every failure in detail, nothing cut. With a `height` given (`kata watch`,
+    which redraws a screen), the table too is left out when the whole does not fit. `hints_used`: the hint
+    tiers the student has seen; `show_output`: everything the student's code printed, passing checks
+    included; `keys`: inside `kata watch`, where the next steps are keys, not commands."""
+    head: list = [_title(kata, result)]
     if unmet:
         ids = ", ".join(k.id for k in unmet)
-        console.print(f"[yellow]Builds on {ids}, not passed yet.[/] Graded, this kata uses the reference "
-                      f"versions of those pieces; when you run your own code, yours are used.")
+        head.append(Text.from_markup(f"[yellow]Builds on {ids}, not passed yet.[/] Graded, this kata uses the "
+                                     "reference versions of those pieces; when you run your own code, yours are "
+                                     "used."))
+    table = _checks_table(result) if result.outcome not in _EARLY and not _stops_early(result) else None
+    tail = _footer(kata, result, hints_used, keys, full)
+    # Lines for the body: a screen's (`height`) holds the title too; a terminal's scrolls the title away, and
+    # keeps two lines for the shell's prompt that follows (many prompts take two).
+    room = height - _height(console, head) if height is not None else console.size.height - 2
+    body = _body(console, kata, result, show_output, keys, full, room - _height(console, tail))
+    whole = [*head, *([table] if table is not None else []), *body, *tail]
+    if height is not None and not full:
+        # A redrawn screen cannot scroll: the table goes first, then the body's least needed parts.
+        for kept in range(len(body), -1, -1):
+            whole = [*head, *body[:kept], *tail]
+            if _height(console, whole) <= height:
+                break
+    for part in whole:
+        console.print(part)
 
-    if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION, runner.DEVICE_UNAVAILABLE) or (
-            result.outcome == runner.FORBIDDEN and not result.checks):
-        _outcome_panel(console, result)
-    elif result.outcome in (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR, runner.MEMORY, runner.INCOMPLETE):
-        _checks_table(console, result)
-        _outcome_panel(console, result)
-    elif result.outcome == runner.NOT_IMPLEMENTED:
+
+# Outcomes with no checks to list: the file was refused before any check ran.
+_EARLY = (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION, runner.DEVICE_UNAVAILABLE)
+# Outcomes where the run stopped: a panel says why, below the checks that ran.
+_STOPPED = (runner.TIMEOUT, runner.CRASH, runner.INTERNAL_ERROR, runner.MEMORY, runner.INCOMPLETE)
+
+
+def _stops_early(result: KataResult) -> bool:
+    """No table: refused before any check, or every check stops at the stub's NotImplementedError."""
+    return (result.outcome == runner.FORBIDDEN and not result.checks) or result.outcome == runner.NOT_IMPLEMENTED
+
+
+def _height(console: Console, parts: list) -> int:
+    """The lines `parts` take, printed one after the other at the console's width."""
+    options = console.options.update(height=None)
+    return sum(len(console.render_lines(part, options, pad=False)) for part in parts)
+
+
+def _body(console: Console, kata: Kata, result: KataResult, show_output: bool, keys: bool, full: bool,
+          room: int) -> list:
+    """What the result says between the table and the verdict, fitted to `room` lines unless `full`."""
+    if result.outcome in _EARLY or result.outcome in _STOPPED or (result.outcome == runner.FORBIDDEN
+                                                                    and not result.checks):
+        return [_outcome_panel_for(result, None if full else room)]
+    if result.outcome == runner.NOT_IMPLEMENTED:
         where = {f"{relative(c.frames[-1].file)}:{c.frames[-1].line}" for c in result.checks if c.frames}
-        console.print(Panel(
+        return [Panel(
             Text.assemble("Every check stops at ", ("raise NotImplementedError()", "bold"), " in ",
                           (", ".join(sorted(where)), "bold cyan"), ".\nReplace the ",
                           ("# YOUR CODE HERE", "bold"), " blocks with your implementation, then check again."),
-            title="not implemented yet", border_style="yellow"))
-    else:
-        _checks_table(console, result)
-        failures = [c for c in result.checks if not c.passed]
-        if result.outcome == runner.FORBIDDEN:
-            # One forbidden call explains every check that reached it.
-            failures = [c for c in failures if c.status == protocol.FORBIDDEN][:1]
-        for panel in _diagnosis_panels(failures):
-            console.print(panel)
-        for check in _distinct(failures)[:MAX_DETAILED_FAILURES]:
-            console.print(_failure_panel(check))
-        if len(_distinct(failures)) > MAX_DETAILED_FAILURES:
-            console.print(f"[dim]… and {len(_distinct(failures)) - MAX_DETAILED_FAILURES} more failures "
-                          "like these; fix the ones above first.[/]")
-    _printed(console, result, show_output, keys)
-    _footer(console, kata, result, hints_used, keys)
+            title="not implemented yet", border_style="yellow")]
+    failures = _failures(result)
+    if full:
+        return [*_diagnosis_panels(failures), *(_failure_panel(c) for c in _distinct(failures)),
+                *_printed(console, kata, result, show_output, keys)]
+    diagnoses = _diagnosis_panels(failures, names=1)
+    others = _others(failures)
+    if show_output:  # asked for: right after the mistake named; on a redrawn screen (`keys`), cut to fit
+        printed = _printed(console, kata, result, True, keys, room - _height(console, diagnoses) if keys else None)
+        rest = _height(console, [*diagnoses, *others, *printed])
+        first = [_failure_panel(failures[0], console, room - rest)] if failures else []
+        return [*diagnoses, *printed, *first, *others]
+    printed = _printed(console, kata, result, False, keys)
+    rest = _height(console, [*diagnoses, *others, *printed])
+    first = [_failure_panel(failures[0], console, room - rest)] if failures else []
+    # In the order a screen too small keeps them: the mistake named, the first failure, the rest.
+    return [*(diagnoses or first), *(first if diagnoses else []), *others, *printed]
+
+
+def _failures(result: KataResult) -> list[Check]:
+    """The failing checks the report explains, in course order (a forbidden call: the first that made it)."""
+    failures = [c for c in result.checks if not c.passed]
+    if result.outcome == runner.FORBIDDEN:
+        # One forbidden call explains every check that reached it.
+        failures = [c for c in failures if c.status == protocol.FORBIDDEN][:1]
+    return failures
+
+
+def _others(failures: list[Check]) -> list[Text]:
+    """The failures after the first, grouped by cause: those a "Looks like" box names go under it; the
+    rest in one line per cause (one message, its numbers aside), naming the checks that show it."""
+    explained = {_family(c) for c in failures for _ in _unique_diagnoses(c)}
+    causes: dict[str, list[str]] = {}
+    for check in _distinct(failures)[1:]:
+        if _family(check) not in explained:
+            names = causes.setdefault(_cause(check), [])
+            names.append(_family(check))
+    lines = []
+    for cause, names in causes.items():
+        line = Text("Also failing: ", style="red")
+        line.append("; ".join(names) if len(names) <= 2 else f"{names[0]}; {names[1]}; and {len(names) - 2} more")
+        line.append(f" ({cause})", style="dim")
+        lines.append(line)
+    return lines
+
+
+def _cause(check: Check) -> str:
+    """A failure's cause in a few words: its message's first line, up to where its particulars start."""
+    first = wording.course_words(check.message or check.status).split("\n", 1)[0]
+    return re.split(r": | for | at ", first, maxsplit=1)[0].strip()[:60]
 
 
 def check_interrupted() -> None:
@@ -197,35 +295,6 @@ def not_recorded(console: Console, result: KataResult, why: str | None) -> None:
 
 def _title(kata: Kata, result: KataResult) -> Text:
     return Text.assemble(("Kata ", "bold"), (kata.id, "bold"), f" · {kata.title} · ", (relative(result.file), "cyan"))
-
-
-def _shown_failures(result: KataResult) -> list[Check]:
-    """The failing checks whose panels the report shows (their output is shown in them)."""
-    if result.outcome not in (runner.FAILED, runner.FORBIDDEN):
-        return []
-    failures = [c for c in result.checks if not c.passed]
-    if result.outcome == runner.FORBIDDEN:
-        failures = [c for c in failures if c.status == protocol.FORBIDDEN][:1]
-    return _distinct(failures)[:MAX_DETAILED_FAILURES]
-
-
-def check_essentials(console: Console, course: Course, kata: Kata, result: KataResult, height: int) -> None:
-    """The report cut to `height` lines: the title, the verdict, and the first thing to fix (`kata watch`
-    on a small terminal, below the whole report, which scrolls)."""
-    console.print(_title(kata, result))
-    console.print(_verdict(result), style="dim")
-    first: list[Panel] = []
-    shown = _shown_failures(result)
-    if shown:
-        first = [*_diagnosis_panels([c for c in result.checks if not c.passed])[:1], _failure_panel(shown[0])]
-    elif result.outcome not in (runner.PASSED, runner.NOT_IMPLEMENTED, runner.FAILED):
-        first = [_outcome_panel_for(result)]
-    lines = console.render_lines(Group(*first), console.options.update(height=None), pad=False) if first else []
-    cut = len(lines) > height
-    for line in lines[:max(0, height - cut)]:
-        console.print(Text("").join(Text(seg.text, style=seg.style) for seg in line))
-    if cut and height > 0:
-        console.print("[dim]… the rest is in the whole report above (scroll up)[/]")
 
 
 class CheckProgress:
@@ -307,11 +376,16 @@ def points_text(value: float) -> str:
     return "0" if text == "-0" else text
 
 
-def apportion(values: list[float], decimals: int = POINT_DECIMALS) -> list[float]:
-    """`values` rounded to `decimals` so that they add up to their sum rounded the same way (the largest
-    remainder method): rows of points that add up to the total printed under them."""
+def _units(value: float, decimals: int = POINT_DECIMALS) -> int:
+    """`value` in hundredths (for two decimals), rounded exactly as `points_text` writes it."""
+    return round(float(f"{value:.{decimals}f}") * 10 ** decimals)
+
+
+def apportion(values: list[float], decimals: int = POINT_DECIMALS, total: float | None = None) -> list[float]:
+    """`values` rounded to `decimals` so that they add up to `total` written the same way (default: their
+    sum), by the largest remainder method: rows of points that add up to the total printed under them."""
     scale = 10 ** decimals
-    target = round(sum(values) * scale)
+    target = _units(sum(values) if total is None else total, decimals)
     floors = [int(v * scale + 1e-9) for v in values]
     order = sorted(range(len(values)), key=lambda i: values[i] * scale - floors[i], reverse=True)
     for i in order[:max(0, target - sum(floors))]:
@@ -319,23 +393,27 @@ def apportion(values: list[float], decimals: int = POINT_DECIMALS) -> list[float
     return [f / scale for f in floors]
 
 
-def _checks_table(console: Console, result: KataResult) -> None:
+def _checks_table(result: KataResult) -> Table | None:
     """One row per family of checks: each run (device, dtype) marked on its own, how many of its runs
-    passed, and its points (earned of worth), rounded so that the rows add up to the totals below."""
+    passed, and its points (earned of worth). The earned points add up to the total under the table, the
+    points not earned to the rest of the kata's, so a row that passed shows one number that counts in both."""
     if not result.checks:
-        return
+        return None
     families: dict[str, list[Check]] = defaultdict(list)
     for check in result.checks:
         families[_family(check)].append(check)
-    worth = apportion([sum(c.points for c in checks) for checks in families.values()])
-    earned = apportion([sum(c.points for c in checks if c.passed) for checks in families.values()])
+    earned_raw = [sum(c.points for c in checks if c.passed) for checks in families.values()]
+    worth_raw = [sum(c.points for c in checks) for checks in families.values()]
+    earned = apportion(earned_raw, total=result.points)
+    lost = apportion([w - e for w, e in zip(worth_raw, earned_raw, strict=True)],
+                     total=_units(result.max_points) / 100 - _units(result.points) / 100)
     table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1))
     table.add_column(width=1)
     table.add_column("check", ratio=3)
     table.add_column("runs", ratio=1)
     table.add_column("passed", justify="right", no_wrap=True)
     table.add_column("points", justify="right", style="dim", no_wrap=True)
-    for (family, checks), row_worth, row_earned in zip(families.items(), worth, earned, strict=True):
+    for (family, checks), row_earned, row_lost in zip(families.items(), earned, lost, strict=True):
         worst = next((c for c in checks if not c.passed), checks[0])
         mark, style = CHECK_STYLE.get(worst.status, ("?", "red"))
         # Each run marked on its own where they differ; where they agree, the row's mark says it for all.
@@ -349,15 +427,16 @@ def _checks_table(console: Console, result: KataResult) -> None:
             elif label:
                 variants.append(f"{label} ")
         passed = sum(c.passed for c in checks)
-        points = points_text(row_worth) if passed == len(checks) else (
-            f"{points_text(row_earned)}/{points_text(row_worth)}")
+        points = points_text(row_earned) if passed == len(checks) else (
+            f"{points_text(row_earned)}/{points_text(row_earned + row_lost)}")
         table.add_row(Text(mark, style=style), Text(family, style=None if worst.passed else style), variants,
                       Text(f"{passed}/{len(checks)}", style=None if worst.passed else style), f"{points} pt")
-    console.print(table)
+    return table
 
 
-def _diagnosis_panels(failures: list[Check]) -> list[Panel]:
-    """One "Looks like" box per classic mistake recognised, naming every check that shows it."""
+def _diagnosis_panels(failures: list[Check], names: int | None = None) -> list[Panel]:
+    """One "Looks like" box per classic mistake recognised, naming the checks that show it (the first
+    `names` of them, and how many more)."""
     families: dict[str, list[str]] = {}
     for check in failures:
         for diagnosis in _unique_diagnoses(check):
@@ -365,55 +444,91 @@ def _diagnosis_panels(failures: list[Check]) -> list[Panel]:
             if _family(check) not in seen:
                 seen.append(_family(check))
     panels = []
-    for explanation, names in families.items():
-        label = "the check" if len(names) == 1 else f"{len(names)} checks"
+    for explanation, seen in families.items():
+        label = "the check" if len(seen) == 1 else f"{len(seen)} checks"
         body = Text(explanation)
         body.append(f"\nSeen in {label}: ", style="dim")
-        body.append("; ".join(names), style="dim")
+        shown = seen if names is None or len(seen) <= names else [*seen[:names], f"and {len(seen) - names} more"]
+        body.append("; ".join(shown), style="dim")
         panels.append(Panel(body, title="Looks like", border_style="yellow", title_align="left"))
     return panels
 
 
-def _failure_panel(check: Check) -> Panel:
-    parts: list = [Text(check.message or "check failed")]
-    if check.frames:
-        parts.append(Text("In your code:", style="bold"))
-        parts.append(_frames(check.frames))
-    if check.output:
-        parts.append(Text("Your code printed:", style="bold"))
-        parts.append(Text(check.output.rstrip(), style="dim"))
-    mark, style = CHECK_STYLE.get(check.status, ("?", "red"))
-    label = {protocol.ERROR: "exception in your code", protocol.FORBIDDEN: "forbidden built-in"}.get(
-        check.status, check.status)
-    return Panel(Group(*parts), title=f"{mark} {check.title}", subtitle=label, border_style=style,
-                 title_align="left")
+def _failure_panel(check: Check, console: Console | None = None, room: int | None = None) -> Panel:
+    """A failing check: its message in the course's words, where in the student's code, what it printed.
+    Given a `console` and `room`, the message and output are cut so that the panel fits `room` lines."""
+    message = Text(wording.course_words(check.message or "check failed"))
+    output = Text(check.output.rstrip(), style="dim") if check.output else None
+
+    def panel(message: Text, output: Text | None) -> Panel:
+        parts: list = [message]
+        if check.frames:
+            parts += [Text("In your code:", style="bold"), _frames(check.frames)]
+        if output is not None:
+            parts += [Text("Your code printed:", style="bold"), output]
+        mark, style = CHECK_STYLE.get(check.status, ("?", "red"))
+        label = {protocol.ERROR: "exception in your code", protocol.FORBIDDEN: "forbidden built-in"}.get(
+            check.status, check.status)
+        return Panel(Group(*parts), title=f"{mark} {check.title}", subtitle=label, border_style=style,
+                     title_align="left")
+
+    if console is None or room is None:
+        return panel(message, output)
+    if output is not None:
+        output = _clip(console, output, 3)
+    over = _height(console, [panel(message, output)]) - room
+    if over > 0:
+        message = _clip(console, message, max(1, _wrapped(console, message) - over - 1))
+    return panel(message, output)
 
 
-def _printed(console: Console, result: KataResult, show: bool, keys: bool) -> None:
+def _wrapped(console: Console, text: Text) -> int:
+    """The lines `text` takes inside a panel as wide as the console."""
+    return len(text.wrap(console, console.width - 4))
+
+
+def _clip(console: Console, text: Text, lines: int) -> Text:
+    """`text` cut to its first `lines` lines as a panel wraps them, and a line saying what was cut."""
+    wrapped = text.wrap(console, console.width - 4)
+    if len(wrapped) <= lines:
+        return text
+    kept = Text("\n").join(wrapped[:lines])
+    kept.append(f"\n… {len(wrapped) - lines} more lines (kata check --full)", style="dim")
+    return kept
+
+
+def _printed(console: Console, kata: Kata, result: KataResult, show: bool, keys: bool,
+             room: int | None = None) -> list:
     """What the student's code printed that the report has not shown yet: at import time (always shown),
-    and in checks without a panel of their own (shown with `show`, else counted and how to see it said)."""
+    and in checks without a panel of their own (shown with `show`, cut to `room` lines when given; else
+    counted and how to see it said)."""
     if result.outcome in (runner.SYNTAX_ERROR, runner.IMPORT_ERROR, runner.EXCEPTION, runner.TIMEOUT,
                           runner.CRASH, runner.INTERNAL_ERROR, runner.MEMORY) or (
             result.outcome == runner.FORBIDDEN and not result.checks):
-        return  # the outcome panel shows the import's output
+        return []  # the outcome panel shows the import's output
+    parts: list = []
     if result.output.strip():
-        console.print(Panel(Text(result.output.rstrip(), style="dim"), title="Your module printed when imported",
-                            border_style="dim", title_align="left"))
-    shown = {c.id for c in _shown_failures(result)}
+        parts.append(Panel(Text(result.output.rstrip(), style="dim"), title="Your module printed when imported",
+                           border_style="dim", title_align="left"))
+    failures = _failures(result) if result.outcome in (runner.FAILED, runner.FORBIDDEN) else []
+    shown = {c.id for c in failures[:1]}
     rest = [c for c in result.checks if c.output.strip() and c.id not in shown]
     if not rest:
-        return
+        return parts
     if show:
         body = Text()
         for check in rest:
             body.append(check.title + "\n", style="bold")
             body.append(check.output.rstrip() + "\n", style="dim")
-        console.print(Panel(body, title="Your code printed, check by check", border_style="dim",
-                            title_align="left"))
-        return
-    how = "press o to see it" if keys else "`kata check --show-output` shows it"
-    console.print(f"[dim]Your code printed in {len(rest)} more check{'s' if len(rest) > 1 else ''} "
-                  f"(captured): {how}.[/]")
+        body.rstrip()
+        if room is not None:
+            body = _clip(console, body, max(1, room - _height(console, parts) - 3))
+        return [*parts, Panel(body, title="Your code printed, check by check", border_style="dim",
+                              title_align="left")]
+    other = "" if Path(result.file).resolve() == kata.exercise.resolve() else f" --file {relative(result.file)}"
+    how = "press o to see it" if keys else f"kata check {kata.id}{other} --show-output"
+    return [*parts, Text(f"Your code printed in {len(rest)} more check{'s' if len(rest) > 1 else ''}: {how}.",
+                         style="dim")]
 
 
 def _unique_diagnoses(check: Check) -> list[dict]:
@@ -425,48 +540,69 @@ def _unique_diagnoses(check: Check) -> list[dict]:
     return out
 
 
-def _outcome_panel(console: Console, result: KataResult) -> None:
-    console.print(_outcome_panel_for(result))
+def _outcome_panel_for(result: KataResult, room: int | None = None) -> Panel:
+    """Why the run stopped or was refused: the message, where in the student's code, what it printed
+    (cut to fit `room` lines, when given)."""
+    message = Text(wording.course_words(result.message))
+    output = Text(result.output.rstrip(), style="dim") if result.output else None
+
+    def panel(message: Text, output: Text | None) -> Panel:
+        parts: list = [message]
+        if result.frames:
+            label = "Where:" if result.outcome in (runner.SYNTAX_ERROR, runner.FORBIDDEN) else "In your code:"
+            parts += [Text(label, style="bold"), _frames(result.frames)]
+        if output is not None:
+            parts += [Text("Your code printed:", style="bold"), output]
+        if result.outcome == runner.INTERNAL_ERROR:
+            parts.append(Text("This is a bug in the course, not in your code: please report it "
+                              "(`kata check --debug` shows the grader's log).", style="italic"))
+        return Panel(Group(*parts), title=OUTCOME_TITLE[result.outcome], border_style="red", title_align="left")
+
+    if room is None or output is None:
+        return panel(message, output)
+    console = make_console()
+    over = _height(console, [panel(message, output)]) - room
+    if over > 0:
+        output = _clip(console, output, max(3, _wrapped(console, output) - over - 1))
+    return panel(message, output)
 
 
-def _outcome_panel_for(result: KataResult) -> Panel:
-    parts: list = [Text(result.message)]
-    if result.frames:
-        label = "Where:" if result.outcome in (runner.SYNTAX_ERROR, runner.FORBIDDEN) else "In your code:"
-        parts.append(Text(label, style="bold"))
-        parts.append(_frames(result.frames))
-    if result.output:
-        parts.append(Text("Your code printed:", style="bold"))
-        parts.append(Text(result.output.rstrip(), style="dim"))
-    if result.outcome == runner.INTERNAL_ERROR:
-        parts.append(Text("This is a bug in the course, not in your code: please report it "
-                          "(`kata check --debug` shows the grader's log).", style="italic"))
-    return Panel(Group(*parts), title=OUTCOME_TITLE[result.outcome], border_style="red", title_align="left")
-
-
-def _verdict(result: KataResult) -> str:
-    n_passed = sum(c.passed for c in result.checks)
-    parts = [OUTCOME_TITLE[result.outcome]]
+def _verdict(kata: Kata, result: KataResult) -> Text:
+    """The verdict in one line: the kata, the outcome, the runs and points; then the time and devices."""
+    mark, style = ("✓", "green") if result.passed else ("✗", "red")
+    line = Text(f"{mark} Kata {kata.id} {OUTCOME_TITLE[result.outcome]}", style=f"bold {style}")
     if result.checks:
+        n_passed = sum(c.passed for c in result.checks)
         points = (f"{points_text(result.points)} of {points_text(result.max_points)} points" if result.complete
                   else "no points (not every CPU check ran)")
-        parts.append(f"{n_passed}/{len(result.checks)} runs passed · {points}")
-    parts.append(f"{result.seconds:.1f} s")
-    if result.devices:
-        parts.append("devices: " + ", ".join(result.devices))
-    return " · ".join(parts)
+        line.append(f" · {n_passed}/{len(result.checks)} runs passed · {points}")
+    line.append(f" · {result.seconds:.1f} s" + (" · " + ", ".join(result.devices) if result.devices else ""),
+                style="dim")
+    return line
 
 
-def _footer(console: Console, kata: Kata, result: KataResult, hints_used: int = 0, keys: bool = False) -> None:
-    console.print(_verdict(result), style="dim")
+def _footer(kata: Kata, result: KataResult, hints_used: int, keys: bool, full: bool) -> list[Text]:
+    """The lines that end every report: the verdict, whether CUDA was verified, and the next step."""
+    lines = [_verdict(kata, result)]
     if result.cuda_available is not None and not result.cuda_verified:
         reason = "no GPU visible to torch" if not result.cuda_available else "--device cpu"
-        console.print(f"[yellow]CUDA not verified[/] ({reason}).")
+        lines.append(Text.from_markup(f"[yellow]CUDA not verified[/] ({reason})."))
     if result.passed:
-        after = "" if keys else " `kata next` shows what comes next."
-        console.print(f"[green bold]✓ Kata {kata.id} passed.[/]{after}")
-    elif result.outcome not in (runner.INTERNAL_ERROR, runner.DEVICE_UNAVAILABLE):
-        console.print(f"Stuck? {_hint_offer(kata, hints_used, keys)}", style="dim")
+        if not keys:
+            lines.append(Text.from_markup("Next: [bold]kata next[/] shows what comes next."))
+        return lines
+    if result.outcome in (runner.INTERNAL_ERROR, runner.DEVICE_UNAVAILABLE):
+        return lines
+    failing = len(_distinct(_failures(result))) if result.outcome in (runner.FAILED, runner.FORBIDDEN) else 0
+    if keys:
+        step = "fix it and save"
+    elif failing > 1 and not full:
+        step = f"fix it and check again (all {failing} failures: [bold]kata check {kata.id} --full[/])"
+    else:
+        step = f"fix it, then [bold]kata check {kata.id}[/] again"
+    lines.append(Text.from_markup(f"Next: {step}."))
+    lines.append(Text.from_markup(f"Stuck? {_hint_offer(kata, hints_used, keys)}", style="dim"))
+    return lines
 
 
 def _hint_offer(kata: Kata, hints_used: int, keys: bool) -> str:
@@ -487,9 +623,12 @@ def debug_log(console: Console, result: KataResult) -> None:
 
 
 def hint(console: Console, kata: Kata, tier: int, shown: list[str], keys: bool = False) -> None:
-    """The hints shown so far; `keys`: inside `kata watch`, where the next one is a key away."""
+    """The hints shown so far; `keys`: inside `kata watch`, where the next one is a key away and the screen
+    holds the newest alone (`kata hint` shows them all)."""
     names = ("concept", "approach", "near-solution")
     for number, text in enumerate(shown, start=1):
+        if keys and number != tier:
+            continue
         label = names[number - 1] if number <= len(names) else f"tier {number}"
         new = number == tier
         console.print(Panel(Markdown(text), title=f"Hint {number} of {len(kata.hints)} · {label}",
@@ -507,20 +646,38 @@ def solution_not_revealed(console: Console) -> None:
 
 
 def solution(console: Console, kata: Kata, source: str) -> None:
-    console.print(Panel(Syntax(source, "python", line_numbers=True, word_wrap=True),
-                        title=f"Reference solution of kata {kata.id}: {kata.title}", title_align="left"))
+    page(console, [Panel(Syntax(source, "python", line_numbers=True, word_wrap=True),
+                         title=f"Reference solution of kata {kata.id}: {kata.title}", title_align="left")])
 
 
 def show(console: Console, kata: Kata, state: prog.KataProgress, prerequisites: list[Kata]) -> None:
     """The kata's README, its LaTeX as Unicode text (the file keeps its LaTeX), and where the kata stands."""
     from kata.math_text import render_math
 
-    console.print(Markdown(render_math(kata.readme.read_text(encoding="utf-8"))))
     label, style = STATUS_STYLE[state.status]
     facts = [f"[{style}]{label}[/]", f"{kata.points:g} points", f"file: [cyan]{relative(kata.exercise)}[/]"]
+    if kata.sanity.is_file():
+        facts.append(f"try it: [bold]python {relative(kata.sanity)}[/]")
     if prerequisites:
         facts.append("builds on " + ", ".join(k.id for k in prerequisites))
-    console.print(" · ".join(facts))
+    page(console, [Markdown(render_math(kata.readme.read_text(encoding="utf-8"))),
+                   Text.from_markup(" · ".join(facts))])
+
+
+def page(console: Console, parts: list) -> None:
+    """Print `parts`; in a terminal they are taller than, through a pager, so that the reader starts at
+    their start instead of seeing it scroll away: $PAGER, else less (with git's defaults: colours kept, the
+    text left on screen when it quits). Without either, straight to the terminal."""
+    pager = os.environ.get("PAGER") or ("less" if shutil.which("less") else None)
+    if not console.is_terminal or pager is None or _height(console, parts) < console.size.height:
+        for part in parts:
+            console.print(part)
+        return
+    with console.capture() as capture:
+        for part in parts:
+            console.print(part)
+    env = {**os.environ, "LESS": os.environ.get("LESS", "FRX")}
+    subprocess.run(pager, shell=True, input=capture.get(), text=True, env=env, check=False)
 
 
 def doctor(console: Console, rows: list[tuple[str, str, bool]]) -> None:
@@ -536,11 +693,13 @@ def doctor(console: Console, rows: list[tuple[str, str, bool]]) -> None:
 def next_kata(console: Console, kata: Kata | None, activation_hint: str | None) -> None:
     """`kata next`: the kata to work on and the three commands of its loop; how to make `kata` a command."""
     if kata is None:
-        console.print("[green bold]Every kata is passed (or skipped). Well done.[/]")
+        console.print("[green bold]Every kata is passed or skipped.[/] `kata progress` says which.")
         return
     console.print(f"[bold]Kata {kata.id}: {kata.title}[/]")
     console.print(f"  read    [bold]kata show {kata.id}[/]")
     console.print(f"  edit    [cyan]{relative(kata.exercise)}[/]")
+    if kata.sanity.is_file():
+        console.print(f"  try     [bold]python {relative(kata.sanity)}[/]  [dim](shapes only, no grade)[/]")
     console.print(f"  check   [bold]kata check {kata.id}[/]")
     if activation_hint:
         console.print(f"[yellow]{activation_hint}[/]")

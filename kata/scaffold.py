@@ -9,7 +9,7 @@ mistakes and alternatives:
     graders/<id>-<slug>/test_<name>.py        the graders, starting from the toolkit's shared checks
     graders/<id>-<slug>/mistakes/, alternatives/   planted mistakes (3 or more), correct variants (4 or more)
 
-(and, if the kata draws pictures, `solutions/<id>-<slug>/pictures.py` with a `pictures` key). What the
+(and, if the kata draws pictures, `kata/viz/katas/<slug>.py` with a `pictures` key). What the
 author still has to write is marked `TODO(kata new)`; `kata verify <id>` lists every place the marker
 is left, beside what else is missing, so the new kata is done when `kata verify` says it is sound.
 """

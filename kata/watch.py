@@ -3,12 +3,16 @@
 The screen holds one kata at a time: its latest result and a line of keys. The session moves to the
 next kata only when the student asks:
 
-    n  next kata   h  next hint   l  the list of katas   o  what your code printed   c  check again   q  quit
+    n  next kata   h  next hint   l  the list of katas (l again: back)   o  what your code printed (on/off)
+    c  check again   q  quit
 
 Each result replaces the screen: a check that is running or was cancelled never leaves an earlier
-verdict on screen as if it were current. Inside the session the next steps are keys, not commands. When
-the report is taller than the terminal, the whole of it scrolls up and the essentials (the kata, the
-verdict, the first thing to fix, the keys) are drawn again below it, so that they fit on the screen.
+verdict on screen as if it were current. Inside the session the next steps are keys, not commands. The
+report is sized to the terminal (`render.check_result`'s `height`): the kata, the verdict, the first
+thing to fix and the keys always fit, and the table of checks is left out when they would not with it.
+
+A save while a check runs restarts it, as rustlings' watch does: the check of the old file is cancelled
+(its grading process killed, as Ctrl-C does) and the new file is checked.
 
 Saves are seen through file-system events (`watchfiles`). Some file systems send none (WSL's /mnt/c,
 network drives, some containers): the session also notices a changed modification time, checks the
@@ -28,9 +32,11 @@ under it) leaves the file to a new one, from a fresh zygote, or cold where the p
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -44,7 +50,6 @@ from kata import runner
 from kata.course import Course, Kata
 from kata.pool import Pool, PoolError, open_pool
 
-KEYS = "n next · h hint · l list · o output · c check · q quit"  # with the mode, one line of 80 columns
 POLL_MS = 500  # --poll: how often the file is looked at
 MISSED_EVENT_S = 2.5  # a changed mtime with no event for this long: events do not work here
 DEBOUNCE_MS = 150  # editors write a file in several steps
@@ -108,9 +113,10 @@ class _Keys(threading.Thread):
 class _Saves(threading.Thread):
     """Events for saves of one file (its folder is watched: editors often replace the file)."""
 
-    def __init__(self, path: Path, events: queue.Queue, poll: bool):
+    def __init__(self, path: Path, events: queue.Queue, poll: bool, on_save=None):
         super().__init__(daemon=True)
         self.path, self.events, self.poll = path, events, poll
+        self.on_save = on_save or (lambda: None)  # called from this thread, at once (a check may be running)
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -124,8 +130,47 @@ class _Saves(threading.Thread):
                                       stop_event=self.stop, raise_interrupt=False, recursive=False,
                                       force_polling=True if self.poll else None, poll_delay_ms=POLL_MS):
                 self.events.put(_Event("saved", str(self.path)))
+                self.on_save()
         except Exception as exc:  # a folder that vanished, no inotify watches left, ...
             self.events.put(_Event("error", f"watching {self.path.parent} failed: {exc}"))
+
+
+class _Restart:
+    """While a check runs (`with restart:`), a save restarts it. The saves thread sends the main thread
+    SIGINT, as Ctrl-C does, so the runner ends the grading process group as it does on Ctrl-C; `requested`
+    tells the two apart. A real signal, not `_thread.interrupt_main()` alone: it also ends the wait for a
+    pooled unit, which blocks in `select`. Only the running check is interruptible, not the start of its
+    process (`Pool.spawn` would then replace its zygote: seconds of importing torch again)."""
+
+    SETTLE_S = 1.0  # an interrupt already sent lands within microseconds; this is a bound, not a wait
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.running = self.requested = False
+
+    def __enter__(self) -> None:
+        with self.lock:
+            self.running, self.requested = True, False
+
+    def __exit__(self, kind, value, traceback) -> None:
+        with self.lock:
+            self.running = False
+            pending = self.requested and kind is None
+        if pending:  # the check ended as the interrupt was sent: it lands here, not in the code after
+            deadline = time.monotonic() + self.SETTLE_S
+            while time.monotonic() < deadline:
+                time.sleep(0.01)
+            raise KeyboardInterrupt
+
+    def saved(self) -> None:
+        """A save (from the saves thread)."""
+        with self.lock:
+            if self.running and not self.requested:
+                self.requested = True
+                if hasattr(signal, "pthread_kill"):
+                    signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+                else:  # Windows: the interrupt lands when the wait next wakes
+                    _thread.interrupt_main()
 
 
 def _mtime(path: Path) -> int | None:
@@ -152,12 +197,13 @@ class Watcher:
         self.result: runner.KataResult | None = None
         self.cancelled = False  # the last check was cancelled: there is no current verdict
         self.show_output = False
+        self.listing = False  # the list of katas is on screen instead of the report (`l`)
+        self.restart = _Restart()
         self.notes: list[str] = []  # about the current state: replaced with the next result
         self.advice: list[str] = []  # about the session (saves without events): kept
         self.hints_shown = 0
         self.known_mtime: int | None = None
         self.pending_since: float | None = None  # when a changed mtime was first seen without an event
-        self.events_work = False  # an event arrived for a save: no need to suggest --poll
 
     # ------------------------------------------------------------------ the session
 
@@ -229,7 +275,8 @@ class Watcher:
                 if prepared is None:
                     break
             try:
-                result = prepared.run(on_event=on_event)
+                with self.restart:
+                    result = prepared.run(on_event=on_event)
             except BaseException:
                 prepared.close()
                 raise
@@ -239,7 +286,8 @@ class Watcher:
                 prepared.close()
             if result is not None:
                 return result
-        return runner.run_kata(self.course, kata, devices=self.device, on_event=on_event)
+        with self.restart:
+            return runner.run_kata(self.course, kata, devices=self.device, on_event=on_event)
 
     def _switch(self, kata: Kata) -> None:
         if self.saves is not None:
@@ -247,7 +295,7 @@ class Watcher:
         self._unprepare()
         self.kata, self.result, self.notes, self.hints_shown = kata, None, [], 0
         self.progress.set_current(kata.id)
-        self.saves = _Saves(kata.exercise, self.events, self.poll)
+        self.saves = _Saves(kata.exercise, self.events, self.poll, self.restart.saved)
         self.saves.start()
         self.known_mtime = _mtime(kata.exercise)
         self.pending_since = None
@@ -269,13 +317,7 @@ class Watcher:
         except queue.Empty:
             self._look_for_missed_save()
             return None
-        if event.kind == "saved":
-            self._drain_saves()
-            self.events_work = True
-            self.known_mtime = _mtime(self.kata.exercise)
-            self.pending_since = None
-            self._check()
-        elif event.kind == "missed":
+        if event.kind in ("saved", "missed"):
             self._check()
         elif event.kind == "error":
             self.advice.append(event.value + " (`kata watch --poll` looks for saves without events)")
@@ -333,12 +375,13 @@ class Watcher:
         elif key == "h":
             tier = min(self.progress.get(self.kata.id).hints_used + 1, len(self.kata.hints))
             self.progress.record_hint(self.kata.id, tier)
-            self.hints_shown = tier
+            self.hints_shown, self.listing = tier, False
             self._draw()
         elif key == "l":
-            self._draw(show_list=True)
+            self.listing = not self.listing
+            self._draw()
         elif key == "o":
-            self.show_output = not self.show_output
+            self.show_output, self.listing = not self.show_output, False
             self._draw()
         return None
 
@@ -354,19 +397,30 @@ class Watcher:
 
     def _check(self) -> None:
         kata = self.kata
-        # From here until a result arrives there is no current verdict: the earlier one leaves the screen.
-        self.result, self.cancelled, self.notes = None, False, []
-        self.console.clear()
-        self._header()
-        self.console.print(f"[dim]checking {self.render.relative(kata.exercise)}… (Ctrl-C cancels the check)[/]")
-        try:
-            with self.render.CheckProgress(self.console, kata) as live:
-                result = self._grade(kata, live.event)
-        except KeyboardInterrupt:
-            self.cancelled = True
-            self._draw()
-            self._prepare()
-            return
+        note = None
+        while True:
+            # From here until a result arrives there is no current verdict: the earlier one leaves the screen.
+            self.result, self.cancelled, self.notes, self.listing = None, False, [], False
+            self._drain_saves()  # this check reads the file as it is now: earlier saves are in it
+            self.known_mtime, self.pending_since = _mtime(kata.exercise), None
+            self.console.clear()
+            self._header()
+            if note:
+                self.console.print(f"[yellow]{note}[/]")
+            self.console.print(f"[dim]checking {self.render.relative(kata.exercise)}… (Ctrl-C cancels the check; "
+                               "saving again restarts it)[/]")
+            try:
+                with self.render.CheckProgress(self.console, kata) as live:
+                    result = self._grade(kata, live.event)
+            except KeyboardInterrupt:
+                if self.restart.requested:
+                    note = "Saved while checking: the check starts again with the file as saved."
+                    continue
+                self.cancelled = True
+                self._draw()
+                self._prepare()
+                return
+            break
         if runner.not_recorded(kata, result, self.device) is None:
             self.progress.record_check(kata.id, result.passed, Path(result.file))
         self.result = result
@@ -379,59 +433,48 @@ class Watcher:
         self.console.print(f"[bold]kata watch[/] · {done}/{len(self.course.katas)} passed · "
                            f"[bold]{kata.id}[/] {kata.title}")
 
-    def _draw(self, show_list: bool = False) -> None:
-        """The screen: the whole report; where it is taller than the terminal, the essentials again below
-        it (what scrolls away is the report's detail, never the verdict or the keys)."""
+    def _draw(self) -> None:
+        """The screen: the header, the report (or the list of katas) sized so that everything fits, the
+        hints asked for, then the footer; a line stays free for the cursor."""
         console = self.console
         with console.capture() as capture:
-            self._header()
-            if show_list:
-                self.render.kata_list(console, self.course, self.progress.load(), self.kata.id)
-            self._report()
-            self._footer()
-        whole = capture.get()
-        console.clear()
-        console.file.write(whole)
-        console.file.flush()
-        height = console.size.height
-        if self.result is None or show_list or whole.count("\n") < height:  # a last newline at the bottom scrolls
-            return
-        with console.capture() as capture:
-            if self.hints_shown:  # asked for: it stays in view
+            if self.hints_shown and not self.listing:  # asked for: it stays in view
                 self.render.hint(console, self.kata, self.hints_shown, list(self.kata.hints[:self.hints_shown]),
                                  keys=True)
             self._footer()
-        footer = capture.get()
-        console.rule("[dim]↑ the whole report, above · the essentials:[/]", style="dim")
-        self._header()
-        # Below the rule and the header: the title, the verdict, the first panel and the footer, and a line
-        # free for the cursor.
-        room = height - 5 - footer.count("\n")
-        self.render.check_essentials(console, self.course, self.kata, self.result, room)
-        console.file.write(footer)
+        below = capture.get()
+        with console.capture() as capture:
+            self._header()
+            if self.listing:
+                self.render.kata_list(console, self.course, self.progress.load(), self.kata.id, one_line=True)
+            else:
+                self._report(room=console.size.height - 2 - below.count("\n"))
+        console.clear()
+        console.file.write(capture.get() + below)
         console.file.flush()
 
-    def _report(self) -> None:
-        kata = self.kata
+    def _report(self, room: int) -> None:
         if self.cancelled:
             self.console.print("[yellow]Check cancelled: no result.[/] Save the file or press c to check again.")
         if self.result is not None:
+            kata = self.kata
             unmet = prog.unmet(self.course.prerequisites(kata), self.progress.load())
             self.render.check_result(self.console, self.course, kata, self.result, unmet,
                                      self.progress.get(kata.id).hints_used, show_output=self.show_output,
-                                     keys=True)
-        if self.hints_shown:
-            self.render.hint(self.console, kata, self.hints_shown, list(kata.hints[:self.hints_shown]), keys=True)
+                                     keys=True, height=room)
 
     def _footer(self) -> None:
-        """The lines that close every screen: notes, what comes next, the keys."""
+        """The lines that close every screen: notes, what comes next, the keys (with the state of `o`)."""
         for note in (self.advice[-1:] + self.notes)[-3:]:
             self.console.print(f"[yellow]{note}[/]")
-        if self.result is not None and self.result.passed:
+        if self.result is not None and self.result.passed and not self.listing:
             following = self._following()
             if following is None:
                 self.console.print("[green bold]That was the last one: every kata is passed or skipped.[/]")
             else:
                 self.console.print(f"[green]Press n for the next kata: {following.id} {following.title}.[/]")
         mode = "polling every 0.5 s" if self.poll else "watching for saves"
-        self.console.print(f"[dim]{mode} · {KEYS}[/]")
+        listing = "l back" if self.listing else "l list"
+        output = "o output: on" if self.show_output else "o output: off"
+        # One line of 80 columns at most.
+        self.console.print(f"[dim]{mode} · n next · h hint · {listing} · {output} · c check · q quit[/]")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,7 +31,7 @@ def cli(course_root):
 
 def as_json(result, kind: str) -> dict:
     data = json.loads(result.output)
-    assert data["schema"] == f"kata.{kind}/1"
+    assert data["schema"] == f"kata.{kind}/{2 if kind == 'check' else 1}"  # check/2: points earned, worth
     return data
 
 
@@ -231,7 +232,28 @@ def test_checking_another_file_leaves_the_katas_status_alone(cli, course, course
     assert prog.Progress(course_root / ".kata-progress.json").get("9.1") == before
     data = as_json(cli("check", "--file", str(other), "9.1", "--json"), "check")
     assert data["recorded"] is False and data["points"] == 7.5
+    # One meaning per name, as in `kata grade`: a check's points are those it earned, its worth what it can earn.
+    failed = [c for c in data["checks"] if c["status"] != "passed"]
+    assert failed and all(c["points"] == 0 and c["worth"] > 0 for c in failed)
+    assert all(c["points"] == c["worth"] > 0 for c in data["checks"] if c["status"] == "passed")
+    assert sum(c["points"] for c in data["checks"]) == pytest.approx(7.5)
+    assert sum(c["worth"] for c in data["checks"]) == pytest.approx(data["max_points"])
     assert prog.Progress(course_root / ".kata-progress.json").get("9.1") == before
     # The kata's own file, named with --file, is a check of the kata like any other.
     assert as_json(cli("check", "--file", str(kata.exercise), "9.1", "--json"), "check")["recorded"] is True
     assert prog.Progress(course_root / ".kata-progress.json").get("9.1").attempts == before.attempts + 1
+
+
+def test_help_groups_every_command_by_its_reader_the_students_first():
+    from kata.cli import COMMAND_PANELS
+
+    panels = [name for names in COMMAND_PANELS.values() for name in names]
+    assert sorted(panels) == sorted(main.commands), "every command in one panel, and only commands"
+    done = subprocess.run([kata_exe(), "--help"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    titles = re.findall(r"^╭─ (For [a-z ]+) ─", done.stdout, re.MULTILINE)
+    assert titles == ["For students", "For instructors", "For course authors"]
+    listed = re.findall(r"^│ ([a-z][a-z-]*) ", done.stdout, re.MULTILINE)
+    assert listed == panels, "in each panel's order, each once"
+    assert all(len(line) <= 80 for line in done.stdout.splitlines())

@@ -141,7 +141,6 @@ def test_pictures_and_the_capstone_are_read_from_the_course(course):
     assert course.find("9.4").pictures == "attention weights of every head on a sentence"
     assert course.find("9.1").pictures is None
     assert course.capstone is course.find("9.10")
-    assert course.find("9.10").pictures_file == course.root / "solutions" / "9.10-training" / "pictures.py"
 
 
 def test_pictures_and_capstone_are_validated(course_root):

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -192,3 +193,68 @@ def test_failure_locations_are_paths_an_editor_can_open(course_root, monkeypatch
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)  # outside: "../course/..." would be fragile, so the absolute path
     assert f"{k.exercise}:4" in shown()
+
+
+# ------------------------------------------------------------------------------ where the student stands
+
+
+def pass_every_kata_but(root: Path, skipped: str) -> None:
+    """Each kata recorded as passed with its file as it is, but `skipped`, recorded as skipped."""
+    progress = progress_of(root)
+    for k in load_course(root).katas:
+        if k.id == skipped:
+            progress.record_skip(k.id)
+        else:
+            progress.record_check(k.id, True, k.exercise)
+
+
+def test_progress_with_a_kata_skipped_does_not_say_every_kata_is_passed(course_root):
+    pass_every_kata_but(course_root, "9.8")
+    out = kata("progress").output
+    assert "9 of 10 katas passed" in out
+    assert "Every kata is passed or skipped: 9.8 skipped (kata goto 9.8 goes back to it)." in out
+    assert "The Transformer is yours" not in out and "Every kata is passed." not in out
+    (course_root / ".kata-progress.json").unlink()
+    pass_every_kata_but(course_root, "none")
+    assert "Every kata is passed. The Transformer is yours." in kata("progress").output
+
+
+def test_a_pass_whose_file_was_reset_shows_that_the_file_changed(course_root):
+    course = load_course(course_root)
+    exercise = course.find("9.5").exercise
+    exercise.write_text(exercise.read_text(encoding="utf-8") + "\n# my solution\n", encoding="utf-8")
+    progress_of(course_root).record_check("9.5", True, exercise)
+    assert "file changed" not in kata("list").output
+    assert kata("reset", "9.5").exit_code == 0
+    listed = kata("list").output
+    row = next(line for line in listed.splitlines() if " 9.5 " in line)
+    assert "✓ passed, file changed" in row, listed
+    assert "your exercise.py is not the file that passed" in " ".join(listed.split())
+    data = json.loads(kata("list", "--json").output)
+    assert [k["id"] for k in data["katas"] if k["file_changed_since_pass"]] == ["9.5"]
+    assert progress_of(course_root).get("9.5").status == prog.PASSED, "the pass itself stands"
+
+
+def test_the_progress_bar_and_its_text_share_one_line_of_80_columns(course_root):
+    pass_every_kata_but(course_root, "9.8")
+    screen = io.StringIO()
+    course = load_course(course_root)
+    console = render.Console(file=screen, width=80, force_terminal=True, color_system=None)
+    render.progress_report(console, course, progress_of(course_root).load(), None)
+    bar_line = screen.getvalue().splitlines()[1]
+    assert bar_line.endswith("  9 of 10 katas passed · 160 of 170 points"), bar_line
+    assert bar_line.startswith("━") and len(bar_line) <= 80
+
+
+def test_next_names_the_sanity_checks_and_the_command_it_prints_runs(course_root):
+    out = kata("next").output
+    line = next(line for line in out.splitlines() if line.strip().startswith("try"))
+    command = line.split()[1:3]
+    assert command == ["python", "exercises/9.1-softmax/sanity.py"], line
+    stub = subprocess.run([sys.executable, command[1]], cwd=course_root, capture_output=True, text=True, timeout=120)
+    assert stub.returncode == 1 and "NotImplementedError" in stub.stderr
+    course = load_course(course_root)
+    course.find("9.1").exercise.write_text(CORRECT_SOFTMAX, encoding="utf-8")
+    done = subprocess.run([sys.executable, command[1]], cwd=course_root, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "shapes and sums look right" in done.stdout
+    assert "try it: python exercises/9.1-softmax/sanity.py" in " ".join(kata("show", "9.1").output.split())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 
 import pytest
@@ -89,3 +90,21 @@ def test_a_failing_check_offers_hints_only_while_there_are_some(course_root):
     after = " ".join(kata("check", "9.1").stdout.split())
     assert "reveals hint" not in after and "next hint" not in after
     assert "You have seen every hint (kata hint 9.1 shows them again); kata solution 9.1 shows the reference." in after
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None or shutil.which("less") is None, reason="needs tmux and less")
+def test_a_long_kata_is_paged_from_its_start_in_a_terminal(course_root):
+    """The capstone's README is many screens long: in a terminal it starts at its title, in a pager."""
+    from tests.test_student_terminal import Tmux, terminal_env
+
+    tmux = Tmux(f"{kata_exe()} show 9.10", course_root, {**terminal_env(course_root), "PAGER": ""})  # less
+    try:
+        first = tmux.wait_for(r"Kata 9\.10: training")
+        assert "[exited" not in first, "the pager waits for the reader"
+        assert first.splitlines()[-1].startswith(":"), "less's prompt"
+        tmux.send("q")
+        tmux.wait_for(r"\[exited 0\]")
+    finally:
+        tmux.close()
+    title = "Kata 9.10: training: warm-up, label smoothing, greedy decoding, a copy task"
+    assert first.splitlines()[0].strip() == title

@@ -201,6 +201,11 @@ def test_rows_add_up_one_box_per_mistake_and_parameters_are_not_blamed(course_ro
     assert out.count("the variance divides by d - 1") == 1
     assert out.count("Looks like") == out.count("Seen in"), "every box names the checks it covers"
     assert re.search(r"Seen in \d+ checks: layer_norm equals F\.layer_norm", out)
+    assert_rows_add_up(out)
+
+
+def assert_rows_add_up(out: str) -> None:
+    """The table's runs, points earned and points of worth add up to the verdict's totals."""
     rows = re.findall(r"^ [✓✗!…⊘↷⚠] .*?(\d+)/(\d+)\s+(?:([\d.]+)/)?([\d.]+) pt\s*$", out, re.MULTILINE)
     assert len(rows) >= 10, out
     footer = re.search(r"(\d+)/(\d+) runs passed · ([\d.]+) of ([\d.]+) points", out)
@@ -208,6 +213,77 @@ def test_rows_add_up_one_box_per_mistake_and_parameters_are_not_blamed(course_ro
     assert sum(int(r[0]) for r in rows) == int(passed) and sum(int(r[1]) for r in rows) == int(runs)
     earned = sum(float(r[2]) if r[2] else float(r[3]) for r in rows)
     assert round(earned, 2) == float(points) and round(sum(float(r[3]) for r in rows), 2) == float(max_points)
+
+
+def test_rows_add_up_where_rows_that_passed_and_rows_that_failed_round_apart(course_root, course):
+    """9.7 with the source padding mask ignored: 9.677 points, whose rows once added to 9.67 under "9.68"."""
+    from kata.verify import with_mistake
+
+    kata = course.find("9.7")
+    mistake = kata.mistakes_dir / "src_mask_ignored.py"
+    kata.exercise.write_text(with_mistake(kata.solution.read_text(encoding="utf-8"),
+                                          mistake.read_text(encoding="utf-8"), mistake.name), encoding="utf-8")
+    done = run_kata("check", "9.7", cwd=course_root)
+    assert done.returncode == 1 and "9.68 of 20 points" in done.stdout, done.stdout
+    assert_rows_add_up(done.stdout)
+
+
+def test_the_report_speaks_the_courses_words_not_pytests_or_hypothesiss(course_root):
+    """A softmax without keepdim: torch's broadcast error gets its classic cause, Hypothesis's failing
+    example is the smallest input that fails, and no pytest id reaches the student."""
+    (course_root / "exercises" / "9.1-softmax" / "exercise.py").write_text(
+        "import torch\n\n\ndef softmax(x, dim=-1):\n    e = torch.exp(x - x.amax(dim=dim))\n"
+        "    return e / e.sum(dim=dim)\n", encoding="utf-8")
+    done = run_kata("check", "9.1", "--full", cwd=course_root)
+    out = " ".join(done.stdout.replace("│", " ").split())
+    assert done.returncode == 1, done.stdout
+    assert "keep it with keepdim=True" in out
+    assert "The smallest input that fails: x = tensor([[" in out and "dim = 1" in out
+    assert "Failing test case" not in out and "Draw 1" not in out and "data(...)" not in out
+    assert not re.search(r"\btest_\w+", out), "no pytest name"
+    # Without --full: one failure in detail, the nine others of the same cause in one line.
+    short = " ".join(run_kata("check", "9.1", cwd=course_root).stdout.replace("│", " ").split())
+    assert short.count("╭─ !") == 1
+    assert re.search(r"Also failing: dim defaults to -1; Logits of magnitude 1e4 give finite probabilities; and 7 "
+                     r"more \(RuntimeError\)", short), short
+    assert "Next: fix it and check again (all 10 failures: kata check 9.1 --full)." in short
+
+
+def test_hypothesis_and_pytest_wording_in_the_courses_words():
+    from kata.wording import course_words
+
+    shrunk = ("AssertionError: rows do not sum to 1\nFailing test case: test_is_a_distribution(\n"
+              "    x=tensor([[ 1.0000,  2.0000],\n            [ 3.0000,  4.0000]], dtype=torch.float64),\n"
+              "    data=data(...),\n)\nDraw 1 (dim): 0\nDraw 2: 0.5")
+    assert course_words(shrunk) == (
+        "AssertionError: rows do not sum to 1\nThe smallest input that fails:\n"
+        "    x = tensor([[ 1.0000,  2.0000],\n                [ 3.0000,  4.0000]], dtype=torch.float64)\n"
+        "    dim = 0\n    value 2 drawn = 0.5")
+    timeout = ('ran longer than 8 s, the kata\'s time budget (during check test_matches_torch_softmax[cpu-float32]: '
+               '"Equal to torch.softmax [cpu-float32]"): an infinite loop?')
+    assert course_words(timeout) == ('ran longer than 8 s, the kata\'s time budget (during the check '
+                                     '"Equal to torch.softmax [cpu-float32]"): an infinite loop?')
+    assert course_words("output differs") == "output differs"
+
+
+@pytest.mark.skipif(not TMUX, reason="needs tmux")
+def test_on_80x24_a_failing_check_ends_with_what_to_do(course_root):
+    """One mistake in 9.2 fails 8 checks: what stays on an 80x24 screen is the verdict, the mistake named,
+    the first failure (cut to fit) and the next step; the rest of the failures are one flag away."""
+    unbiased_layer_norm(course_root)
+    tmux = Tmux(f"{kata_exe()} check 9.2", course_root, terminal_env(course_root))
+    try:
+        screen = tmux.wait_for(r"\[exited 1\]")
+    finally:
+        tmux.close()
+    lines = screen.rstrip("\n").splitlines()
+    assert lines[-1] == "[exited 1]" and len(lines) <= 24
+    assert "╭─ Looks like" in screen and "the variance divides by d - 1" in screen
+    assert "╭─ ✗ layer_norm equals F.layer_norm" in screen, "the first failure, its box whole"
+    assert screen.count("╭─ ✗") == 1 and screen.count("╰") == 2, "one failure in detail, every box closed"
+    assert "✗ Kata 9.2 failed · 8/21 runs passed · 3.48 of 10 points" in screen
+    assert "Next: fix it and check again (all 8 failures: kata check 9.2 --full)." in screen
+    assert "Stuck? kata hint 9.2 reveals hint 1 of 3." in screen
 
 
 def test_apportioned_points_add_up_to_the_rounded_total():
@@ -248,8 +324,8 @@ def test_what_the_student_printed_is_shown_or_said_to_be_captured(course_root):
     passed = run_kata("check", "9.1", cwd=course_root)
     assert passed.returncode == 0, passed.stdout
     assert "Your module printed when imported" in passed.stdout and "hello from the import" in passed.stdout
-    assert re.search(r"Your code printed in \d+ more checks \(captured\): `kata check --show-output` shows it",
-                     passed.stdout)
+    # The command that shows it names the kata (without it, `kata check` checks the current kata).
+    assert re.search(r"Your code printed in \d+ more checks: kata check 9\.1 --show-output\.", passed.stdout)
     assert "inside softmax" not in passed.stdout
     shown = run_kata("check", "9.1", "--show-output", cwd=course_root)
     assert "Your code printed, check by check" in shown.stdout and "inside softmax" in shown.stdout

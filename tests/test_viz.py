@@ -3,6 +3,7 @@ behind them, whose code draws (yours, the reference's, and why), --terminal, --j
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -75,10 +76,17 @@ def test_every_kata_with_pictures_has_its_builder():
 
 
 def test_pictures_without_their_code_are_a_clear_error(course_root):
-    kata = load_course(course_root).find("9.4")
-    kata.pictures_file.unlink()
-    with pytest.raises(CodeError, match=r"course.toml gives kata 9.4 pictures, but .*pictures.py is missing"):
+    kata = dataclasses.replace(load_course(course_root).find("9.4"), slug="rms-norm")  # a kata with no module
+    with pytest.raises(CodeError, match=r"course.toml gives kata 9.4 pictures, but .*kata/viz/katas/rms_norm.py is "
+                                        "missing"):
         pictures.load(kata)
+
+
+def test_the_solutions_hold_the_katas_alone():
+    """The reference solutions are the self-learner's textbook: the pictures' code lives beside the viz code."""
+    for folder in (REPO / "solutions").iterdir():
+        assert sorted(p.name for p in folder.iterdir() if p.name != "__pycache__") == ["solution.py"], folder
+    assert all(pictures.pictures_file(load_course(REPO).find(k)).is_file() for k in PICTURES)
 
 
 # The pictures: every kind, from the reference solutions.

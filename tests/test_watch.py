@@ -177,7 +177,8 @@ def test_hint_list_and_check_again_keys(course_root, monkeypatch):
     session.wait_for("Hint 1 of 3")
     assert session.progress.get("9.1").hints_used == 1
     session.press("l")
-    session.wait_for("Layer normalisation")  # the list shows every kata
+    session.wait_for("l back")  # the list shows every kata
+    assert "Layer normalisation" in last_screen(session.screen.getvalue())
     calls = session.grader.calls
     session.press("c")
     deadline = time.monotonic() + 10
@@ -257,7 +258,10 @@ def test_a_cancelled_check_never_leaves_the_old_verdict_and_the_next_result_repl
         child.close()
 
 
-@pytest.mark.skipif(not TERMINAL or shutil.which("tmux") is None, reason="needs tmux")
+TMUX = TERMINAL and shutil.which("tmux") is not None
+
+
+@pytest.mark.skipif(not TMUX, reason="needs tmux")
 def test_on_80x24_the_title_verdict_first_failure_and_keys_fit(course_root):
     from tests.test_student_terminal import Tmux, kata_exe, terminal_env, unbiased_layer_norm
 
@@ -273,17 +277,94 @@ def test_on_80x24_the_title_verdict_first_failure_and_keys_fit(course_root):
     finally:
         tmux.close()
     lines = screen.rstrip("\n").splitlines()
-    assert len(lines) <= 24
-    assert "kata watch · 0/10 passed · 9.2 Layer normalisation" in screen
+    assert len(lines) <= 23, "a line stays free for the cursor"
+    assert lines[0] == "kata watch · 0/10 passed · 9.2 Layer normalisation"
     assert "Kata 9.2 · Layer normalisation · exercises/9.2-layer-norm/exercise.py" in screen
-    assert "failed · 8/21 runs passed" in screen
+    assert "✗ Kata 9.2 failed · 8/21 runs passed" in screen
     assert "Looks like" in screen and "the variance divides by d - 1" in screen
     assert "layer_norm equals F.layer_norm" in screen  # the first failure
+    assert "Next: fix it and save." in screen
     assert lines[-1].startswith("watching for saves · n next · h hint")
-    # The rest scrolled: the whole report, with every row, is above the screen.
-    assert "The output keeps the" in history and "The output keeps the" not in screen
+    # Nothing scrolled away: the screen is drawn to fit, the table of checks left out.
+    assert "The output keeps the" not in history
     assert "failed · 8/21 runs passed" in hinted and "Press h for hint 2 of 3." in hinted
+    assert hinted.splitlines()[0].startswith("kata watch · 0/10 passed")
     assert hinted.rstrip("\n").splitlines()[-1].startswith("watching for saves · n next")
+
+
+@pytest.mark.skipif(not TMUX, reason="needs tmux")
+def test_l_shows_the_list_in_place_of_the_report_and_o_says_its_state(course_root):
+    from tests.test_student_terminal import Tmux, kata_exe, terminal_env, unbiased_layer_norm
+
+    unbiased_layer_norm(course_root)
+    tmux = Tmux(f"{kata_exe()} watch 9.2", course_root, terminal_env(course_root), width=80, height=24)
+    try:
+        report = tmux.wait_for(r"o output: off · c check · q quit", timeout=TIMEOUT)
+        tmux.send("l")
+        listed = tmux.wait_for(r"l back", timeout=30)
+        tmux.send("l")
+        back = tmux.wait_for(r"l list", timeout=30)
+        tmux.send("o")
+        shown = tmux.wait_for(r"o output: on", timeout=30)
+        tmux.send("q")
+    finally:
+        tmux.close()
+    lines = listed.rstrip("\n").splitlines()
+    assert lines[0] == "kata watch · 0/10 passed · 9.2 Layer normalisation" and len(lines) <= 23
+    assert all(f" {k} " in listed for k in ("9.1", "9.5", "9.10")), "every kata, one line each"
+    assert "runs passed" not in listed and "Looks like" not in listed, "the list replaces the report"
+    assert lines[-1].startswith("watching for saves · n next · h hint · l back · o output: off")
+    assert back == report, "l again: the report as it was"
+    assert "Your code printed, check by check" in shown, "o shows what the code printed, and says so"
+
+
+@pytest.mark.skipif(not TERMINAL, reason="pseudo-terminals are POSIX")
+def test_a_save_while_a_check_runs_restarts_it(course_root):
+    """An infinite loop is being checked (a 60 s budget); the fix is saved: the loop's check is cancelled
+    and the fix is checked at once, with no verdict of the old file."""
+    from tests.test_student_terminal import LOOP
+
+    exercise = course_root / "exercises" / "9.1-softmax" / "exercise.py"
+    exercise.write_text(LOOP, encoding="utf-8")
+    child = spawn(course_root, "9.1")
+    child.logfile_read = log = io.StringIO()
+    try:
+        child.expect("Equal to torch.softmax")  # the live line: the loop's first check is running
+        time.sleep(1.0)
+        saved = time.monotonic()
+        exercise.write_text(CORRECT_SOFTMAX, encoding="utf-8")
+        child.expect("Saved while checking: the check starts again")
+        child.expect(r"Kata 9\.1 passed")
+        took = time.monotonic() - saved
+        child.expect("watching for saves")
+        screen = last_screen(log.getvalue())
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert took < load_course(course_root).find("9.1").time_budget_s / 2, took
+    assert "timeout" not in log.getvalue() and "Check cancelled" not in log.getvalue()
+    assert "kata watch --poll" not in screen, "the save was seen as a save"
+    states = prog.Progress(course_root / ".kata-progress.json").load()
+    assert states["9.1"].status == prog.PASSED and states["9.1"].attempts == 1, "the loop's check left no record"
+
+
+@pytest.mark.skipif(not TERMINAL, reason="pseudo-terminals are POSIX")
+def test_after_a_pass_the_next_step_and_the_keys_show_once(course_root):
+    (course_root / "exercises" / "9.1-softmax" / "exercise.py").write_text(CORRECT_SOFTMAX, encoding="utf-8")
+    child = spawn(course_root, "9.1")
+    child.logfile_read = log = io.StringIO()
+    try:
+        child.expect(r"Kata 9\.1 passed")
+        child.expect("q quit")
+        time.sleep(0.5)
+        screen = last_screen(log.getvalue())
+        child.send("q")
+        child.expect(pexpect.EOF)
+    finally:
+        child.close()
+    assert screen.count("Press n for the next kata: 9.2") == 1, screen
+    assert screen.count("watching for saves · n next") == 1, screen
 
 
 def test_inside_watch_the_next_steps_are_keys(course_root, monkeypatch):

@@ -1,7 +1,8 @@
-"""A kata's pictures: the code that draws them is course content, `solutions/<kata>/pictures.py` (course.toml's
-`pictures` says in a few words what they show); what the pictures of every kata share lives here.
+"""A kata's pictures: the code that draws them is `kata/viz/katas/<slug>.py` (course.toml's `pictures` says in
+a few words what they show), beside the viz code it uses, so that the reference solutions stay pure; what the
+pictures of every kata share lives here.
 
-A kata's pictures.py defines
+A kata's pictures module defines
 
     SUBJECT                          whose code the pictures show, for their titles ("Your MultiHeadAttention")
     NEEDS                            the names of the kata's contract that `build` calls
@@ -12,9 +13,10 @@ A kata's pictures.py defines
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -53,12 +55,15 @@ class KataPictures:
     build: Callable[[ModuleType], list[Figure]]
 
 
+def pictures_file(kata: Kata) -> Path:
+    """Where the code of a kata's pictures is: kata/viz/katas/<slug, with underscores>.py."""
+    return Path(__file__).parent / "katas" / f"{kata.module_name}.py"
+
+
 def load(kata: Kata) -> KataPictures:
-    """The pictures of a kata that has some (course.toml's `pictures`), from its pictures.py; CodeError when
-    the course lacks that file."""
-    if not kata.pictures_file.is_file():
-        raise CodeError(f"course.toml gives kata {kata.id} pictures, but {kata.pictures_file} is missing")
-    spec = importlib.util.spec_from_file_location(f"kata_pictures_{kata.module_name}", kata.pictures_file)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The pictures of a kata that has some (course.toml's `pictures`), from its module; CodeError when there
+    is none."""
+    if not pictures_file(kata).is_file():
+        raise CodeError(f"course.toml gives kata {kata.id} pictures, but {pictures_file(kata)} is missing")
+    module = importlib.import_module(f"kata.viz.katas.{kata.module_name}")
     return KataPictures(module.SUBJECT, tuple(module.NEEDS), module.build)
