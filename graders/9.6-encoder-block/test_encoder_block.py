@@ -7,6 +7,11 @@ norms or two projections swapped by mistake give different outputs), and the sam
 into PyTorch's nn.TransformerEncoderLayer / nn.TransformerEncoder (strict=True, through
 kata.toolkit.torch_layers) and into this kata's reference solution, whose sub-modules also model the
 classic mistakes for diagnosis.
+
+The student's modules live in the student's process (`student` is a `kata.toolkit.remote` proxy): their
+parameters arrive here by value, are set there with `load_state_dict` (`randomize_`, `_fill`), and a
+block or parameter shared by two layers is recognised with `remote.same` (one object there), never with
+`is` or `id`. The base model's block is counted on torch's meta device there (shapes only).
 """
 
 import re
@@ -14,16 +19,14 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
     check_batch_independence,
     check_gradients_equal,
     check_inputs_unchanged,
     check_output_like,
-    given_copies,
 )
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.gradients import gradcheck
@@ -110,26 +113,20 @@ def _seed() -> int:
     return int(torch.randint(2**31 - 1, ()))
 
 
-def build_block(student, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1,
-                copies=True):
-    """The student's module, random weights, in eval mode; given copies of its inputs unless `copies` is
-    False (the inputs check)."""
+def build_block(student, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1):
+    """The student's module (in the student's process), random weights, in eval mode."""
     block = student.EncoderBlock(d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
-    if not isinstance(block, nn.Module):
-        fail(f"EncoderBlock(...) should be an nn.Module, got {type(block).__name__}")
-    block = randomize_(block.to(device=device, dtype=dtype), _seed()).eval()
-    return given_copies(block) if copies else block
+    if not remote.is_a(block, "Module"):
+        fail(f"EncoderBlock(...) should be an nn.Module, got {remote.type_name(block)}")
+    return randomize_(block.to(device=device, dtype=dtype), _seed()).eval()
 
 
-def build_encoder(student, n_layers, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1,
-                  copies=True):
-    """The student's module, random weights, in eval mode; given copies of its inputs unless `copies` is
-    False (the inputs check)."""
+def build_encoder(student, n_layers, d_model, n_heads, d_ff, *, norm_first, device, dtype, dropout=0.1):
+    """The student's module (in the student's process), random weights, in eval mode."""
     encoder = student.Encoder(n_layers, d_model, n_heads, d_ff, dropout=dropout, norm_first=norm_first)
-    if not isinstance(encoder, nn.Module):
-        fail(f"Encoder(...) should be an nn.Module, got {type(encoder).__name__}")
-    encoder = randomize_(encoder.to(device=device, dtype=dtype), _seed()).eval()
-    return given_copies(encoder) if copies else encoder
+    if not remote.is_a(encoder, "Module"):
+        fail(f"Encoder(...) should be an nn.Module, got {remote.type_name(encoder)}")
+    return randomize_(encoder.to(device=device, dtype=dtype), _seed()).eval()
 
 
 def _mapping_diagnoses(exc: WeightMappingError, norm_first: bool) -> tuple[Mistake, ...]:
@@ -145,10 +142,11 @@ def _mapping_diagnoses(exc: WeightMappingError, norm_first: bool) -> tuple[Mista
 
 def torch_twin(module, n_heads, *, norm_first, stack=False):
     """PyTorch's layer (or stack) holding the student's weights; fails with the names when they do not map."""
+    state = named_parameters(module)  # the student's parameters, fetched once (by value)
     try:
         if stack:
-            return torch_encoder(module, n_heads, norm_first=norm_first, final_norm=norm_first)
-        return torch_encoder_layer(module, n_heads, norm_first=norm_first)
+            return torch_encoder(state, n_heads, norm_first=norm_first, final_norm=norm_first)
+        return torch_encoder_layer(state, n_heads, norm_first=norm_first)
     except WeightMappingError as exc:
         what = "nn.TransformerEncoder" if stack else "nn.TransformerEncoderLayer"
         fail(f"your {'Encoder' if stack else 'EncoderBlock'}'s weights cannot be loaded into {what} "
@@ -199,7 +197,7 @@ def block_mistakes(ref, x, mask, *, norm_first) -> dict:
             run(residual=(True, False)),
         NORMS_SWAPPED: run(norms=("norm_2", "norm_1")),
     }
-    if mask is not None:
+    if mask is not None and not bool(mask.all()):  # ignoring a mask that blocks nothing changes nothing
         found[MASK_IGNORED] = run(mask=None)
     return found
 
@@ -221,7 +219,7 @@ def encoder_mistakes(ref, x, mask, *, norm_first) -> dict:
     }
     if norm_first:
         found[MISSING_FINAL_NORM] = run(final_norm=False)
-    if mask is not None:
+    if mask is not None and not bool(mask.all()):  # ignoring a mask that blocks nothing changes nothing
         found[MASK_IGNORED] = run(mask=None)
     return found
 
@@ -248,7 +246,7 @@ def _mask_text(mask) -> str:
 
 def _output(out, x, context):
     if not isinstance(out, torch.Tensor):
-        fail(f"forward should return a tensor {describe(x)}, got {type(out).__name__} for {context}")
+        fail(f"forward should return a tensor {describe(x)}, got {remote.type_name(out)} for {context}")
     return out
 
 
@@ -331,8 +329,12 @@ def test_any_shape_matches_torch(student, reference, data):
             fail(f"in eval mode two calls on the same input differ for {context}", DROPOUT_IN_EVAL)
         ref = reference_twin(reference, layer, None, d_model, n_heads, d_ff, norm_first=norm_first, device="cpu",
                              dtype=torch.float64)
+        # A LayerNorm of two features outputs +-gamma + beta whatever it is given, up to eps: a post-norm block
+        # with d_model <= 2 ends with one, so the wiring mistakes give the same output up to eps and a dropout
+        # left on in eval often changes nothing at all: none of them can be named.
+        mistakes = block_mistakes(ref, x, mask, norm_first=norm_first) if norm_first or d_model > 2 else None
         assert_close(out, expected, what="nn.TransformerEncoderLayer with your weights", context=context,
-                     mistakes=block_mistakes(ref, x, mask, norm_first=norm_first))
+                     mistakes=mistakes)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -381,13 +383,22 @@ def _param(module, name):
     return params[name]
 
 
+def _fill(module, values: dict[str, float]) -> None:
+    """Fill some of the student's parameters (name -> one value for all its elements), in its process."""
+    params = dict(module.named_parameters())
+    for name in values:
+        if name not in params:
+            fail(f"your block has no parameter {name}: {CONTRACT}")
+    module.load_state_dict({name: torch.full_like(params[name].detach(), value) for name, value in values.items()},
+                           strict=False)
+
+
 def test_residual_paths(student, device, dtype):
     """With its sub-layers zeroed, the block is the identity (pre-norm) or just its two norms (post-norm)"""
     for norm_first in (False, True):
         block = build_block(student, 8, 2, 16, norm_first=norm_first, device=device, dtype=dtype)
-        with torch.no_grad():
-            for name in ("self_attn.w_o.weight", "self_attn.w_o.bias", "ffn.linear_2.weight", "ffn.linear_2.bias"):
-                _param(block, name).zero_()
+        _fill(block, dict.fromkeys(("self_attn.w_o.weight", "self_attn.w_o.bias", "ffn.linear_2.weight",
+                                    "ffn.linear_2.bias"), 0.0))
         x = torch.randn(2, 5, 8, device=device, dtype=dtype)
         out = _output(block(x), x, "a block with zeroed sub-layers")
         g1, b1 = _param(block, "norm_1.gamma").detach(), _param(block, "norm_1.beta").detach()
@@ -439,9 +450,11 @@ def test_batch_independence(student, device):
 
 def test_parameter_count(student):
     """Exact parameter counts (the base model's block: 3,152,384)"""
-    for d_model, n_heads, d_ff in ((8, 2, 16), (512, 8, 2048)):
-        block = student.EncoderBlock(d_model, n_heads, d_ff)
-        got, want = count_parameters(block), encoder_block_size(d_model, d_ff)
+    for d_model, n_heads, d_ff, device in ((8, 2, 16, "cpu"), (512, 8, 2048, "meta")):
+        # The base model's block is built on the meta device there: its parameters come back as shapes only.
+        with remote.default_device(device):
+            block = student.EncoderBlock(d_model, n_heads, d_ff)
+            got, want = count_parameters(block), encoder_block_size(d_model, d_ff)
         if got != want:
             fail(f"EncoderBlock({d_model}, {n_heads}, {d_ff}) has {got:,} parameters, expected {want:,} "
                  f"(4 projections d_model x d_model with biases, the feed-forward network, 2 norms). {CONTRACT}.")
@@ -470,27 +483,29 @@ def test_stack_structure(student):
         encoder = student.Encoder(n_layers, 8, 2, 16, norm_first=norm_first)
         name = f"Encoder({n_layers}, 8, 2, 16, norm_first={norm_first})"
         layers = getattr(encoder, "layers", None)
-        if not isinstance(layers, nn.ModuleList):
-            fail(f"{name}.layers should be an nn.ModuleList of EncoderBlocks, got {type(layers).__name__}")
+        if not remote.is_a(layers, "ModuleList"):
+            fail(f"{name}.layers should be an nn.ModuleList of EncoderBlocks, got {remote.type_name(layers)}")
         if len(layers) != n_layers:
             fail(f"{name}.layers has {len(layers)} blocks, expected {n_layers}")
-        if len({id(layer) for layer in layers}) < n_layers:
+        blocks = list(layers)  # handles to the blocks in the student's process: the same object, the same handle
+        if any(remote.same(a, b) for i, a in enumerate(blocks) for b in blocks[:i]):
             fail(f"{name}.layers holds the same block object more than once", SHARED_LAYERS)
-        seen = {}
-        for i, layer in enumerate(layers):
+        seen = []  # (parameter, where): a parameter that arrives twice with one identity there is shared
+        for i, layer in enumerate(blocks):
             for pname, p in layer.named_parameters():
-                if id(p) in seen:
-                    fail(f"{name}.layers[{i}].{pname} is the same tensor as {seen[id(p)]}", SHARED_LAYERS)
-                seen[id(p)] = f"layers[{i}].{pname}"
+                for other, where in seen:
+                    if remote.same(p, other):
+                        fail(f"{name}.layers[{i}].{pname} is the same tensor as {where}", SHARED_LAYERS)
+                seen.append((p, f"layers[{i}].{pname}"))
         norm = getattr(encoder, "norm", None)
         if norm_first:
-            params = dict(norm.named_parameters()) if isinstance(norm, nn.Module) else {}
+            params = dict(norm.named_parameters()) if remote.is_a(norm, "Module") else {}
             if set(params) != {"gamma", "beta"}:
                 fail(f"{name}.norm should be a LayerNorm(d_model) from kata 9.2 (parameters gamma and beta), got "
-                     f"{type(norm).__name__} with parameters {sorted(params)}", MISSING_FINAL_NORM)
-        elif not isinstance(norm, nn.Identity):
+                     f"{remote.type_name(norm)} with parameters {sorted(params)}", MISSING_FINAL_NORM)
+        elif not remote.is_a(norm, "Identity"):
             fail(f"{name}.norm should be nn.Identity() (a post-norm stack has no final norm), got "
-                 f"{type(norm).__name__}", EXTRA_FINAL_NORM)
+                 f"{remote.type_name(norm)}", EXTRA_FINAL_NORM)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -526,11 +541,7 @@ def test_dropout_on_sublayer_outputs(student, device):
         # (output - x) is 0 (dropped) or 1 / (1 - p) (kept and rescaled).
         last = "self_attn.w_o" if sublayer == "self_attn" else "ffn.linear_2"
         other = "ffn.linear_2" if sublayer == "self_attn" else "self_attn.w_o"
-        with torch.no_grad():
-            _param(block, f"{last}.weight").zero_()
-            _param(block, f"{last}.bias").fill_(1.0)
-            _param(block, f"{other}.weight").zero_()
-            _param(block, f"{other}.bias").zero_()
+        _fill(block, {f"{last}.weight": 0.0, f"{last}.bias": 1.0, f"{other}.weight": 0.0, f"{other}.bias": 0.0})
         block.train()
         x = torch.randn(2, 5, 8, device=device, dtype=torch.float64)
         out = _output(block(x), x, "the block")
@@ -540,9 +551,8 @@ def test_dropout_on_sublayer_outputs(student, device):
     # Post-norm: with both sub-layers made to output 0, Dropout(0) = 0, so even in train mode the block is
     # norm_2(norm_1(x)). Randomness there means dropout reached the residual stream: the sum, or x itself.
     block = build_block(student, 8, 2, 16, norm_first=False, device=device, dtype=torch.float64, dropout=p)
-    with torch.no_grad():
-        for name in ("self_attn.w_o.weight", "self_attn.w_o.bias", "ffn.linear_2.weight", "ffn.linear_2.bias"):
-            _param(block, name).zero_()
+    _fill(block, dict.fromkeys(("self_attn.w_o.weight", "self_attn.w_o.bias", "ffn.linear_2.weight",
+                                "ffn.linear_2.bias"), 0.0))
     x = torch.randn(2, 5, 8, device=device, dtype=torch.float64)
     norms = [(_param(block, f"norm_{i}.gamma").detach(), _param(block, f"norm_{i}.beta").detach()) for i in (1, 2)]
     expected = F.layer_norm(F.layer_norm(x, (8,), *norms[0]), (8,), *norms[1])
@@ -579,8 +589,7 @@ def check_dropout_pattern(out, x, p, context):
 def test_input_not_modified(student, device):
     """The input and the mask are left unchanged"""
     for norm_first in (False, True):
-        encoder = build_encoder(student, 2, 8, 2, 16, norm_first=norm_first, device=device, dtype=torch.float32,
-                                copies=False)
+        encoder = build_encoder(student, 2, 8, 2, 16, norm_first=norm_first, device=device, dtype=torch.float32)
         x = torch.randn(2, 5, 8, device=device)
         mask = make_mask("padding", 2, 5, device)
         check_inputs_unchanged(lambda e=encoder, x=x, m=mask: e(x, m), {"x": x, "the mask": mask},
