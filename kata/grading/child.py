@@ -21,7 +21,7 @@ import signal
 import sys
 import threading
 
-from kata.grading import spawn
+from kata.grading import spawn, zygote
 from kata.grading.plugin import DEFAULT_OUTPUT_LIMIT
 
 GRADERS_OPTION = "--kata-graders="
@@ -91,6 +91,7 @@ def main(argv: list[str]) -> int:
 
     course = load_course()
     kata = course.find(kata_id)
+    zygote.import_warm(kata.warm_imports)  # in a unit forked from a zygote: imported there already
     # The student's process: forked now, while nothing of the graders or the reference is here. (It never
     # holds the lifeline: the watcher thread starts after the fork.)
     session = spawn.start(course, kata, student, graders=graders, memory_mb=int(memory) if memory else None,

@@ -115,8 +115,6 @@ def _preload(warm_imports: list[str]) -> None:
     """What every unit needs before the graders or the student's file exist (kata.toolkit's properties are
     left to the graders: `kata.toolkit.properties` reads the run's seed when imported), and the torch
     modules its kata's graders would import while loading (`warm_imports` in course.toml)."""
-    import importlib
-
     import hypothesis  # noqa: F401
     import pytest  # noqa: F401
     import torch  # noqa: F401
@@ -124,15 +122,23 @@ def _preload(warm_imports: list[str]) -> None:
     from kata.grading import child, plugin  # noqa: F401  (plugin: imported for the units)
     from kata.student import serve  # noqa: F401  (the student's process, forked by each unit)
 
-    for name in warm_imports:
-        if name.split(".")[0] != "torch":  # torch's own code only: never a grader's, a solution's, a student's
-            raise ValueError(f"a zygote imports torch modules only, not {name!r}")
-        importlib.import_module(name)
+    import_warm(warm_imports)
     child.register_hypothesis_randoms()
     # What the imports made lives as long as the process: frozen, the units' garbage collections never scan
     # it (a full collection among torch's objects takes a tenth of a second), and their pages stay shared.
     gc.collect()
     gc.freeze()
+
+
+def import_warm(warm_imports) -> None:
+    """Import a kata's `warm_imports` (torch's own modules only: never a grader's, a solution's, a student's),
+    before the judge forks the student's process, so that both have them (a cold judge does this too)."""
+    import importlib
+
+    for name in warm_imports:
+        if name.split(".")[0] != "torch":
+            raise ValueError(f"a zygote imports torch modules only, not {name!r}")
+        importlib.import_module(name)
 
 
 def _open_descriptors() -> set[int]:
