@@ -461,7 +461,8 @@ def lock_output(out: Path) -> FileLock:
 
 def _reusable(grade: KataGrade | None, sha: str | None, fingerprint: str, isolated: bool) -> bool:
     return (grade is not None and grade.outcome != runner.INTERNAL_ERROR and grade.sha256 == sha
-            and grade.graders == fingerprint and (grade.isolation not in ("", UNSAFE) or not isolated))
+            and grade.graders == fingerprint and (not (grade.isolation == "" or grade.isolation.startswith(UNSAFE))
+                                                  or not isolated))
 
 
 def interrupt_on(*names: str) -> None:

@@ -586,7 +586,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        cause = " (out of memory?)" if -returncode == signal.SIGKILL else ""
+        cause = " (by your code, or for want of memory?)" if -returncode == signal.SIGKILL else ""
         result.outcome = CRASH
         result.message = f"the grading process was killed by {name}{cause}{during}"
     elif not any(e["event"] == "end" for e in events):

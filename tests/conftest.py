@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +35,22 @@ def course_root(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("KATA_PROGRESS", str(root / ".kata-progress.json"))
     monkeypatch.chdir(root)
     return root
+
+
+@pytest.fixture
+def course_outside_tmp(monkeypatch) -> Course:
+    """A copy of the course where a student keeps one, outside /tmp, located as `course_root` is. (The student's
+    process has a /tmp of its own: a course under the machine's /tmp, as `course_root` is, is not there at all
+    for it, and neither is anything else the tests keep under /tmp.)"""
+    folder = Path(tempfile.mkdtemp(prefix="kata-test-", dir="/var/tmp"))
+    try:
+        root = copy_course(folder / "course")
+        monkeypatch.setenv("KATA_COURSE", str(root))
+        monkeypatch.setenv("KATA_PROGRESS", str(root / ".kata-progress.json"))
+        monkeypatch.chdir(root)
+        yield load_course(root)
+    finally:
+        shutil.rmtree(folder)
 
 
 @pytest.fixture

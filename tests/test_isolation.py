@@ -1,9 +1,10 @@
-"""Isolation of graded code: the in-process guard's refusals of processes, sockets and shared memory.
+"""Isolation of graded code: the walls of the student's process, and the sandbox and cgroup of `kata grade`.
 
-The guard (`kata.grading.sandbox`) is the first wall, and the only one of `kata check` on a student's
-laptop. Every entry point of the standard library that starts a process must be refused while the
-student's code runs: the cases below are found by name in the live modules, so a new one (a new Python)
-makes `test_every_process_entry_point_has_a_case` fail until it has a case here.
+The student's process walls itself off before it runs a line of the student's code (`kata.student.walls`): on
+every path, `kata check` on a student's laptop included. Inside them the student's code may do what a program
+does (start processes, use its /tmp and /dev/shm), but nothing it starts can write outside its private /tmp,
+reach the network, see the course's graders and reference solutions, or outlive the run. `kata grade` also
+runs each unit (the judge and the student's process) in bubblewrap, with a memory cgroup.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import contextlib
 import csv
 import json
 import os
-import re
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -28,188 +31,138 @@ from tests.test_cli import kata_exe
 
 TIMEOUT = 180
 WRONG = "    return torch.exp(x) / 2\n"
+MARK = "kata-walls-983"  # in the name of every file the probes write and of the process they leave behind
 
-# Modules whose process-starting entry points are enumerated, and what starts a process in them.
-PROCESS_MODULES = ("os", "subprocess", "_posixsubprocess", "pty", "multiprocessing", "multiprocessing.util",
-                   "concurrent.futures", "asyncio")
-PROCESS_NAME = re.compile(r"fork|exec|spawn|system|popen|subprocess|^(run|call|check_call|check_output|getoutput"
-                          r"|getstatusoutput)$|^Process$|Pool$|PoolExecutor$", re.IGNORECASE)
-# Names the pattern finds that start no process.
-NOT_STARTING = {"os.register_at_fork", "os.get_exec_path", "subprocess.CalledProcessError",
-                "subprocess.SubprocessError", "asyncio.SubprocessProtocol", "asyncio.SubprocessTransport",
-                "asyncio.run", "multiprocessing.ProcessError",
-                "multiprocessing.set_executable", "multiprocessing.set_forkserver_preload",
-                "multiprocessing.util.ForkAwareLocal", "multiprocessing.util.ForkAwareThreadLock",
-                "multiprocessing.util.register_after_fork", "concurrent.futures.Executor",
-                "concurrent.futures.ThreadPoolExecutor", "concurrent.futures.BrokenExecutor"}
-
-# One call per entry point; a process that starts touches MARKS/<name>. `M` is the marks folder.
-PROCESS_CASES = {
-    "os.system": "os.system(f'touch {M}/os.system')",
-    "os.popen": "os.popen(f'touch {M}/os.popen').read()",
-    "os.fork": "fork_child(os.fork(), 'os.fork')",
-    "os.forkpty": "fork_child(os.forkpty()[0], 'os.forkpty')",
-    "os.execl": "os.execl(TOUCH, TOUCH, f'{M}/os.execl')",
-    "os.execle": "os.execle(TOUCH, TOUCH, f'{M}/os.execle', {})",
-    "os.execlp": "os.execlp('touch', 'touch', f'{M}/os.execlp')",
-    "os.execlpe": "os.execlpe('touch', 'touch', f'{M}/os.execlpe', dict(os.environ))",
-    "os.execv": "os.execv(TOUCH, [TOUCH, f'{M}/os.execv'])",
-    "os.execve": "os.execve(TOUCH, [TOUCH, f'{M}/os.execve'], {})",
-    "os.execvp": "os.execvp('touch', ['touch', f'{M}/os.execvp'])",
-    "os.execvpe": "os.execvpe('touch', ['touch', f'{M}/os.execvpe'], dict(os.environ))",
-    "os.spawnl": "os.spawnl(os.P_WAIT, TOUCH, TOUCH, f'{M}/os.spawnl')",
-    "os.spawnle": "os.spawnle(os.P_WAIT, TOUCH, TOUCH, f'{M}/os.spawnle', {})",
-    "os.spawnlp": "os.spawnlp(os.P_WAIT, 'touch', 'touch', f'{M}/os.spawnlp')",
-    "os.spawnlpe": "os.spawnlpe(os.P_WAIT, 'touch', 'touch', f'{M}/os.spawnlpe', dict(os.environ))",
-    "os.spawnv": "os.spawnv(os.P_WAIT, TOUCH, [TOUCH, f'{M}/os.spawnv'])",
-    "os.spawnve": "os.spawnve(os.P_WAIT, TOUCH, [TOUCH, f'{M}/os.spawnve'], {})",
-    "os.spawnvp": "os.spawnvp(os.P_WAIT, 'touch', ['touch', f'{M}/os.spawnvp'])",
-    "os.spawnvpe": "os.spawnvpe(os.P_WAIT, 'touch', ['touch', f'{M}/os.spawnvpe'], dict(os.environ))",
-    "os.posix_spawn": "os.posix_spawn(TOUCH, [TOUCH, f'{M}/os.posix_spawn'], {})",
-    "os.posix_spawnp": "os.posix_spawnp('touch', ['touch', f'{M}/os.posix_spawnp'], dict(os.environ))",
-    "subprocess.Popen": "subprocess.Popen([TOUCH, f'{M}/subprocess.Popen']).wait()",
-    "subprocess.run": "subprocess.run([TOUCH, f'{M}/subprocess.run'])",
-    "subprocess.call": "subprocess.call([TOUCH, f'{M}/subprocess.call'])",
-    "subprocess.check_call": "subprocess.check_call([TOUCH, f'{M}/subprocess.check_call'])",
-    "subprocess.check_output": "subprocess.check_output([TOUCH, f'{M}/subprocess.check_output'])",
-    "subprocess.getoutput": "subprocess.getoutput(f'touch {M}/subprocess.getoutput')",
-    "subprocess.getstatusoutput": "subprocess.getstatusoutput(f'touch {M}/subprocess.getstatusoutput')",
-    # The escape of the audit: no audit event of its own (the arguments of Python 3.11's signature).
-    "_posixsubprocess.fork_exec": "fork_exec_touch('_posixsubprocess.fork_exec')",
-    "subprocess._fork_exec": "fork_exec_touch('subprocess._fork_exec', subprocess._fork_exec)",
-    "multiprocessing.util.spawnv_passfds":
-        "multiprocessing.util.spawnv_passfds(TOUCH, [TOUCH, f'{M}/multiprocessing.util.spawnv_passfds'], ())",
-    "pty.fork": "fork_child(pty.fork()[0], 'pty.fork')",
-    "pty.spawn": "pty.spawn([TOUCH, f'{M}/pty.spawn'])",
-    "multiprocessing.Process": "multiprocessing.Process(target=os.system, args=(f'touch {M}/mp',)).start()",
-    "multiprocessing.Pool": "multiprocessing.Pool(1)",
-    "concurrent.futures.ProcessPoolExecutor":
-        "concurrent.futures.ProcessPoolExecutor(1).submit(os.system, f'touch {M}/cf').result()",
-    "asyncio.create_subprocess_exec":
-        "asyncio.run(asyncio.create_subprocess_exec(TOUCH, f'{M}/asyncio.create_subprocess_exec'))",
-    "asyncio.create_subprocess_shell":
-        "asyncio.run(asyncio.create_subprocess_shell(f'touch {M}/asyncio.create_subprocess_shell'))",
-}
-
-PROCESS_PRELUDE = '''import asyncio, concurrent.futures, json, multiprocessing, multiprocessing.util, os, pty, shutil
-import subprocess, sys, torch
-import _posixsubprocess
-
-M = {marks!r}
-TOUCH = shutil.which("touch")
+# What each process started by the student's code tries (argv[1]: the way it was started): a file in its /tmp,
+# one outside it, the network, the graders' folder; it leaves a process behind, in a session of its own.
+PROBE = """import json, os, socket, subprocess, sys
 
 
-def fork_child(pid, name):
-    if pid == 0:
-        open(f"{{M}}/{{name}}", "w").close()
-        os._exit(0)
+def probe(route):
+    found = {}
+    for label, path in (("tmp", f"/tmp/{MARK}-{route}"), ("outside", f"{OUTSIDE}/{route}")):
+        try:
+            with open(path, "w") as f:
+                f.write(route)
+            found[label] = "written"
+        except OSError as exc:
+            found[label] = exc.strerror
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=5).close()
+        found["network"] = "reached"
+    except OSError as exc:
+        found["network"] = exc.strerror
+    found["graders"] = os.listdir(GRADERS)
+    found["solutions"] = os.listdir(SOLUTIONS)
+    subprocess.Popen(["sleep", "983", MARK], start_new_session=True)
+    with open(f"/tmp/{MARK}-found-{route}", "w") as f:
+        json.dump(found, f)
 
 
-def fork_exec_touch(name, fork_exec=None):
-    fork_exec = fork_exec or _posixsubprocess.fork_exec
-    return fork_exec([TOUCH.encode(), f"{{M}}/{{name}}".encode()], [TOUCH.encode()], True, (), None, None,
-                     -1, -1, -1, -1, -1, -1, *os.pipe(), False, False, -1, None, None, None, -1, None, False)
-
-
-outcomes = {{}}
-'''
-
-
-def process_entry_points() -> set[str]:
-    import importlib
-
-    found = set()
-    for name in PROCESS_MODULES:
-        module = importlib.import_module(name)
-        for attr in dir(module):
-            value = getattr(module, attr)
-            if PROCESS_NAME.search(attr) and callable(value) and not attr.startswith("__"):
-                found.add(f"{name}.{attr}")
-    return {f for f in found if f not in NOT_STARTING and not f.startswith(tuple(f"{m}._" for m in PROCESS_MODULES))}
-
-
-def test_every_process_entry_point_has_a_case():
-    missing = process_entry_points() - set(PROCESS_CASES)
-    assert not missing, f"process entry points of the standard library without a case here: {sorted(missing)}"
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="the process entry points enumerated are Linux's")
-@pytest.mark.parametrize("pooled", [False, True], ids=["cold", "pooled"])  # pooled: fork_exec's holders known early
-def test_no_process_entry_point_starts_a_process(course, softmax_file, tmp_path, pooled):
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    lines = [PROCESS_PRELUDE.format(marks=str(marks))]
-    for name, call in PROCESS_CASES.items():
-        lines.append(f"try:\n    {call}\n    outcomes[{name!r}] = 'started'\n"
-                     f"except BaseException as exc:\n    outcomes[{name!r}] = type(exc).__name__\n")
-    lines.append(f"open({str(tmp_path / 'outcomes.json')!r}, 'w').write(json.dumps(outcomes))\n")
-    lines.append(CORRECT_SOFTMAX.split("\n\n", 1)[1])
-    with Pool(course, 1) if pooled else contextlib.nullcontext() as pool:
-        result = runner.run_kata(course, course.find("9.1"), softmax_file("\n".join(lines)), timeout=TIMEOUT,
-                                 pool=pool)
-    assert sorted(p.name for p in marks.iterdir()) == []
-    outcomes = json.loads((tmp_path / "outcomes.json").read_text())
-    assert set(outcomes) == set(PROCESS_CASES)
-    refused = {name: how for name, how in outcomes.items() if how != "PermissionError"}
-    assert not refused, refused
-    # The unaudited entry point is an escape attempt: the run does not count.
-    assert result.outcome == runner.TAMPERED and "fork_exec" in result.message, (result.outcome, result.message)
-
-
-HELPER_ESCAPE = """import json, os, tempfile, torch, _posixsubprocess, sys
-
-HELPER = (b"import json, sys, torch; p = sys.argv[1]; x = torch.tensor(json.load(open(p)), dtype=torch.float64); "
-          b"json.dump(torch.nn.functional.softmax(x, -1).tolist(), open(p, 'w'))")
-
-
-def softmax(x, dim=-1):
-    path = tempfile.mktemp()
-    with open(path, "w") as f:
-        json.dump(x.movedim(dim, -1).tolist(), f)
-    args = [sys.executable.encode(), b"-c", HELPER, path.encode()]
-    pid = _posixsubprocess.fork_exec(args, [args[0]], True, (), None, None, -1, -1, -1, -1, -1, -1,
-                                     *os.pipe(), False, True, -1, None, None, None, -1, None, False)
-    os.waitpid(pid, 0)
-    with open(path) as f:
-        return torch.tensor(json.load(f), dtype=x.dtype, device=x.device).movedim(-1, dim)
+if __name__ == "__main__":
+    probe(sys.argv[1])
 """
 
+# The student's file: the probe started in every way a process starts (the last one, fork_exec from a second
+# copy of `_posixsubprocess`, the way past the old in-process guard), and run in its own process; what each found
+# is printed. Its softmax is correct: processes cost no points.
+STARTS = """import glob, importlib.machinery, importlib.util, json, multiprocessing, os, subprocess, sys
+import _posixsubprocess
 
-def test_a_helper_process_computing_the_forbidden_builtin_is_tampering(course, softmax_file):
-    # The audit's escape: a helper started by _posixsubprocess.fork_exec (in its own session) computes
-    # F.softmax for the student.
-    result = runner.run_kata(course, course.find("9.1"), softmax_file(HELPER_ESCAPE), timeout=TIMEOUT)
-    assert result.outcome == runner.TAMPERED and result.points == 0, (result.outcome, result.message)
-    assert "fork_exec" in result.message
+import torch
+
+with open("/tmp/probe.py", "w") as f:
+    f.write(PROBE_SOURCE)
+sys.path.insert(0, "/tmp")
+import probe  # noqa: E402
+
+PYTHON = sys.executable
+subprocess.run([PYTHON, "/tmp/probe.py", "subprocess.run"], check=True)
+os.system(f"{PYTHON} /tmp/probe.py os.system")
+pid = os.fork()
+if pid == 0:
+    os.execv(PYTHON, [PYTHON, "/tmp/probe.py", "os.fork"])
+os.waitpid(pid, 0)
+started = multiprocessing.get_context("fork").Process(target=probe.probe, args=("multiprocessing",))
+started.start()
+started.join()
+spec = importlib.util.spec_from_file_location(
+    "_posixsubprocess", _posixsubprocess.__file__,
+    loader=importlib.machinery.ExtensionFileLoader("_posixsubprocess", _posixsubprocess.__file__))
+unwrapped = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(unwrapped)
+args = [PYTHON.encode(), b"/tmp/probe.py", b"fork_exec"]
+pid = unwrapped.fork_exec(args, [args[0]], True, (), None, None, -1, -1, -1, -1, -1, -1, *os.pipe(), False, False,
+                          -1, None, None, None, -1, None, False)
+os.waitpid(pid, 0)
+probe.probe("in-process")
+try:
+    with open(f"/dev/shm/{MARK}", "wb") as f:
+        f.write(b"x" * (100 << 20))
+    print("shm: 100 MB")
+except OSError as exc:
+    print("shm:", exc.strerror)
+found = {}
+for path in sorted(glob.glob(f"/tmp/{MARK}-found-*")):
+    with open(path) as f:
+        found[path.split("-found-", 1)[1]] = json.load(f)
+print(json.dumps(found))
+""" + CORRECT_SOFTMAX.split("\n\n", 1)[1]
+ROUTES = ("subprocess.run", "os.system", "os.fork", "multiprocessing", "fork_exec", "in-process")
 
 
-@pytest.mark.parametrize("attempt, word", [
-    ("import socket\nsocket.socket().connect(('127.0.0.1', 9))", "socket"),
-    ("import socket\nsocket.create_connection(('localhost', 9), timeout=1)", "socket"),
-    ("import mmap\nmmap.mmap(-1, 1 << 20)", "mmap"),
-    ("open('/dev/shm/kata-isolation-test', 'wb').write(b'x' * 1024)", "/dev/shm"),
-    ("import _posixshmem\n_posixshmem.shm_open('/kata-isolation-test', os.O_CREAT | os.O_RDWR, 0o600)",
-     "shared memory"),
-    ("fd = os.memfd_create('kata')\nos.write(fd, b'x' * 1024)", "shared memory"),
-    ("import sys\ndel sys.modules['posix']\nimport posix\nposix.memfd_create('kata')", "importing posix anew"),
-])
-def test_sockets_and_shared_memory_are_refused(course, softmax_file, attempt, word):
-    body = "import os, torch\n\n\ndef softmax(x, dim=-1):\n" + "".join(
-        f"    {line}\n" for line in attempt.splitlines()) + WRONG
-    result = runner.run_kata(course, course.find("9.1"), softmax_file(body), timeout=TIMEOUT)
-    assert result.outcome != runner.PASSED and result.points == 0
-    shown = result.message + "".join(c.message for c in result.checks)
-    assert word in shown and ("not allowed" in shown or "not available" in shown), shown[:2000]
-    assert not os.path.exists("/dev/shm/kata-isolation-test")
+def _processes(pattern: str) -> str:
+    return subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout
 
 
-def test_a_correct_file_passes_with_sockets_and_processes_refused(course, softmax_file):
-    result = runner.run_kata(course, course.find("9.1"), softmax_file(CORRECT_SOFTMAX), timeout=TIMEOUT)
-    assert result.outcome == runner.PASSED, (result.outcome, result.message)
+@pytest.mark.skipif(sys.platform != "linux", reason="the walls of the student's process are Linux's")
+@pytest.mark.parametrize("pooled", [False, True], ids=["cold", "pooled"])
+def test_processes_the_students_code_starts_stay_inside_its_walls(course_outside_tmp, pooled):
+    """Started by any means (or the student's process itself), a process may write in its private /tmp only, finds
+    no network, sees the graders' and solutions' folders empty, and is gone with the run; the correct softmax
+    beside them gets full marks."""
+    course = course_outside_tmp
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    outside = Path(tempfile.mkdtemp(prefix=f"{MARK}-", dir="/var/tmp"))  # a folder it could see, if not write
+    probe = (PROBE.replace("OUTSIDE", repr(str(outside))).replace("PORT", str(server.getsockname()[1]))
+             .replace("GRADERS", repr(str(course.root / "graders"))).replace("SOLUTIONS",
+                                                                          repr(str(course.root / "solutions")))
+             .replace("MARK", repr(MARK)))
+    path = course.root / "exercises" / "9.1-softmax" / "exercise.py"
+    path.write_text(STARTS.replace("PROBE_SOURCE", repr(probe)).replace("MARK", repr(MARK)))
+    try:
+        with Pool(course, 1) if pooled else contextlib.nullcontext() as pool:
+            result = runner.run_kata(course, course.find("9.1"), path, timeout=TIMEOUT, pool=pool)
+        assert result.outcome == runner.PASSED and result.points == result.max_points, (
+            result.outcome, result.message, result.output[-2000:], result.log[-2000:])
+        assert result.walls.get("namespaces"), result.walls
+        lines = result.output.splitlines()
+        assert "shm: No space left on device" in lines  # its /dev/shm: private, and small
+        found = json.loads(next(line for line in lines if line.startswith("{")))
+        assert sorted(found) == sorted(ROUTES), found
+        for route in ROUTES:
+            assert found[route] == {"tmp": "written", "outside": "Read-only file system", "network":
+                                    "Network is unreachable", "graders": [], "solutions": []}, route
+        server.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            server.accept()
+        assert list(outside.iterdir()) == []
+        assert not [p for p in Path("/tmp").iterdir() if p.name.startswith(MARK)]
+        assert not os.path.exists(f"/dev/shm/{MARK}")
+        deadline = time.monotonic() + 10  # the kernel ends the namespace's processes as its init ends
+        while left := _processes(f"sleep 983 {MARK}"):
+            assert time.monotonic() < deadline, f"processes started by the student's code outlived the run:\n{left}"
+            time.sleep(0.2)
+    finally:
+        server.close()
+        shutil.rmtree(outside)
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The operating-system wall (bubblewrap), on its own: no guard inside, so what it stops is what it stops.
+# The operating-system wall of `kata grade` (bubblewrap), on its own: no walls of the student's process inside,
+# so what it stops is what it stops.
 
 
 def _sandboxed(course, script: str, tmp_path, group: cgroup.UnitGroup | None = None) -> subprocess.CompletedProcess:
@@ -225,10 +178,6 @@ def _sandboxed(course, script: str, tmp_path, group: cgroup.UnitGroup | None = N
         wrapper = [*group.enter(), *wrapper]
     return subprocess.run([*wrapper, sys.executable, "/submission/script.py"], capture_output=True, text=True,
                           timeout=120, env=isolation.environment(dict(os.environ)))
-
-
-def _processes(pattern: str) -> str:
-    return subprocess.run(["pgrep", "-af", pattern], capture_output=True, text=True).stdout
 
 
 def test_every_process_a_unit_started_dies_with_it(course, tmp_path):
@@ -296,8 +245,8 @@ def _memory_cgroup() -> cgroup.Place:
     return support.place
 
 
-# Anonymous shared memory, as native code could make it past the in-process guard: RLIMIT_DATA does not
-# count it. MB (environment) megabytes are written, 64 at a time.
+# Anonymous shared memory, as any code of the student's may make it: RLIMIT_DATA does not count it. MB
+# (environment) megabytes are written, 64 at a time.
 SHARED_MEMORY_SCRIPT = ("import os\n"
                         "fd = os.memfd_create('kata-unit')\n"
                         "for _ in range(int(os.environ['MB']) // 64):\n"
@@ -390,11 +339,6 @@ def forgers(course_root, folder, out, home) -> dict[str, str]:
               course_root / ".git" / "hooks" / "post-checkout", home / ".bashrc", out / "grades.csv",
               folder / "alice" / "9.1-softmax.py"]
     return {
-        # 1: a helper process (unaudited fork_exec) computing F.softmax, leaving a `sleep` in its own session
-        "helper": HELPER_ESCAPE.replace("    os.waitpid(pid, 0)\n", "    os.waitpid(pid, 0)\n"
-                                        "    _posixsubprocess.fork_exec([b'/bin/sleep', b'974'], [b'/bin/sleep'],"
-                                        " True, (), None, None, -1, -1, -1, -1, -1, -1, *os.pipe(), False, True,"
-                                        " -1, None, None, None, -1, None, False)\n"),
         "doublefork": ATTEMPTS + "if os.fork() == 0:\n    if os.fork() == 0:\n"
                                  "        os.execvp('sleep', ['sleep', '975'])\n"
                                  "    os._exit(0)\n\n\ndef softmax(x, dim=-1):\n" + NOTHING,
@@ -419,13 +363,20 @@ def forgers(course_root, folder, out, home) -> dict[str, str]:
         "shm": ATTEMPTS + "def softmax(x, dim=-1):\n"
                           "    with open('/dev/shm/kata-forger', 'wb') as f:\n"
                           "        f.truncate(5 << 30)\n" + NOTHING,
-        # 8: anonymous shared memory past the memory limit (the guard refuses memfd_create; a cgroup
-        # counts whatever native code makes)
+        # 8: anonymous shared memory past the memory limit (RLIMIT_DATA does not count it; the unit's memory
+        # cgroup does)
         "memfd": ATTEMPTS + "def softmax(x, dim=-1):\n"
                             "    fd = os.memfd_create('kata-forger')\n"
                             "    for _ in range(80):\n"
                             "        os.write(fd, b'x' * (64 << 20))\n" + NOTHING,
     }
+
+
+def memfd_held(grade: dict) -> bool:
+    """The memfd forger got nothing, and was stopped by a limit: its unit's memory cgroup (the kernel ends the unit,
+    or its process) or, where writing gigabytes takes longer than that, the time budget."""
+    return grade["points"] == 0 and grade["outcome"] in (runner.MEMORY, runner.CRASH, runner.TIMEOUT) and (
+        grade["outcome"] != runner.CRASH or "killed by SIGKILL" in grade["message"])
 
 
 def test_a_class_of_forgers_gets_zero_beside_full_marks(tmp_path):
@@ -478,20 +429,26 @@ def test_a_class_of_forgers_gets_zero_beside_full_marks(tmp_path):
         return {s["student"]: s["katas"][0] for s in json.loads(done.stdout)["students"]}
 
     grades = grade()
+    # Each forger's attempt fails inside the walls (or is harmless there), and what is left is 9.1's stub.
     expected = {"alice": ("passed", 10), "zoe": ("passed", 10), "zoe-clone": ("passed", 10),
-                "hardlinker": ("passed", 10), "helper": ("tampered", 0), "doublefork": ("exception", 0),
-                "socket": ("failed", 0), "journal": ("not-implemented", 0), "writer": ("tampered", 0),
-                "reader": ("not-implemented", 0), "ref-reader": ("tampered", 0), "shm": ("tampered", 0),
-                "memfd": ("failed", 0),
+                "hardlinker": ("passed", 10), "doublefork": ("not-implemented", 0),
+                "socket": ("failed", 0), "journal": ("not-implemented", 0), "writer": ("not-implemented", 0),
+                "reader": ("not-implemented", 0), "ref-reader": ("exception", 0), "shm": ("not-implemented", 0),
                 "linker": ("not-a-regular-file", 0), "copier": ("not-a-regular-file", 0),
                 "folder-linker": ("not-a-regular-file", 0), "whole-linker": ("unreadable", 0)}
-    assert {s: (g["outcome"], g["points"]) for s, g in grades.items()} == expected
+    assert {s: (g["outcome"], g["points"]) for s, g in grades.items() if s != "memfd"} == expected
+    assert memfd_held(grades["memfd"])
     assert "symbolic link" in grades["linker"]["message"] and "symbolic link" in grades["whole-linker"]["message"]
+    assert "FileNotFoundError" in grades["ref-reader"]["message"]  # the reference: hidden from the student's process
+    # Every unit in bubblewrap, with a memory cgroup (as root), and each student's process that ran in walls of its own.
+    walls = runner.describe_walls({"user": "same", "namespaces": True})
+    ran = {s: g for s, g in grades.items() if g["outcome"] not in ("not-a-regular-file", "unreadable")}
     assert all(g["isolation"].startswith("bubblewrap") for g in grades.values())
-    assert all(g["isolation"].endswith("; a memory cgroup per unit") for g in grades.values()) or os.geteuid() != 0
+    assert all(g["isolation"].endswith(f"; {walls}") for g in ran.values()), {s: g["isolation"] for s, g in ran.items()}
+    assert all("; a memory cgroup per unit" in g["isolation"] for g in grades.values()) or os.geteuid() != 0
     with open(out / "checks.csv", newline="") as f:
-        tampered = [row for row in csv.DictReader(f) if row["student"] in ("helper", "shm")]
-    assert tampered and all(row["points"] == "0" for row in tampered)
+        forged = [row for row in csv.DictReader(f) if expected.get(row["student"], ("", 0))[1] == 0]
+    assert forged and all(row["points"] == "0" for row in forged)
 
     # Nothing outside the reports changed: not the course (its .ci, its .git), the class, the home.
     for name, (where, before) in watched.items():
@@ -499,7 +456,7 @@ def test_a_class_of_forgers_gets_zero_beside_full_marks(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == [".kata-grade.key", ".kata-grade.lock", "checks.csv",
                                                       "grades.csv", "grades.json", "katas.csv", "results.jsonl"]
     assert not os.path.exists("/dev/shm/kata-forger")
-    assert _processes("sleep 97[45]") == "" and _processes(str(tmp_path)) == ""
+    assert _processes("sleep 975") == "" and _processes(str(tmp_path)) == ""
 
     # 4: lines forged into the journal by hand are rejected and their units graded again
     journal = out / "results.jsonl"
@@ -510,7 +467,8 @@ def test_a_class_of_forgers_gets_zero_beside_full_marks(tmp_path):
         with open(journal, "a") as f:
             f.write(json.dumps(line) + "\t" + "0" * 64 + "\n")
     again = grade()
-    assert {s: (g["outcome"], g["points"]) for s, g in again.items()} == expected
+    assert {s: (g["outcome"], g["points"]) for s, g in again.items() if s != "memfd"} == expected
+    assert memfd_held(again["memfd"])
 
 
 def test_verify_progress_says_a_hash_proves_identity_and_regrade_proves_the_pass(course_root):
@@ -559,8 +517,9 @@ def test_without_a_sandbox_kata_grade_refuses_unless_told_and_the_reports_say_so
     assert unsafe.returncode == 0, unsafe.stderr[-2000:]
     report = json.loads(unsafe.stdout)
     assert report["isolation"] == UNSAFE and report["students"][0]["total"] == 10
-    with open(tmp_path / "class-grades" / "katas.csv", newline="") as f:
-        assert [row["isolation"] for row in csv.DictReader(f)] == [UNSAFE]
+    with open(tmp_path / "class-grades" / "katas.csv", newline="") as f:  # the student's process still walled
+        assert [row["isolation"] for row in csv.DictReader(f)] == [
+            f"{UNSAFE}; {runner.describe_walls({'user': 'same', 'namespaces': True})}"]
 
     # With the sandbox back, what was graded without it is graded again.
     again = json.loads(grade("--json", env=env).stdout)

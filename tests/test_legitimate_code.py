@@ -11,9 +11,10 @@ every behaviour, through the real runner and the real grading child; it must get
 does not, the kata is graded again with each behaviour alone, and the assertion names the behaviours
 that broke it.
 
-`torch.compile` is not in the corpus: it is refused while a kata is graded (it generates and compiles
-code at run time, which the sandbox does not allow), with a message that says so
-(`test_torch_compile_is_refused_with_a_clear_message`).
+The student's code runs in a process of its own, behind walls (`kata.student.walls`) that stop it from
+harming anything outside it, not from doing what programs do: it may start processes, write its /tmp,
+generate and compile code. `torch.compile` (which does all three) is not in the corpus only because it takes
+long: it has a test of its own (`test_torch_compile_works`).
 """
 
 from __future__ import annotations
@@ -354,6 +355,56 @@ BEHAVIOURS: dict[str, tuple[str, str]] = {
         sys.stdout.write("written\\n")
         sys.stdout.flush()
     """),
+    "torch-fx": ("""
+        import torch.fx
+
+
+        def _fx_affine(t):
+            return t * 2 + 1
+
+
+        _FX_AFFINE = torch.fx.symbolic_trace(_fx_affine)
+        print(_FX_AFFINE.code)
+    """, """
+        for t in tensors:
+            if t.is_floating_point():
+                print(_FX_AFFINE(t).shape)
+    """),
+    "sympy": ("""
+        import sympy
+
+        _d = sympy.Symbol("d", positive=True)
+        _INVERSE_ROOT = sympy.lambdify(_d, 1 / sympy.sqrt(_d))
+        print(sympy.simplify(sympy.sqrt(_d) ** 2), sympy.diff(sympy.sqrt(_d), _d))
+    """, """
+        for t in tensors:
+            print(_INVERSE_ROOT(max(1, t.shape[-1] if t.dim() else 1)))
+    """),
+    "subprocess": ("""
+        import subprocess
+        import sys
+
+        _ANSWER = subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True,
+                                 check=True).stdout
+        print("a process of mine says", _ANSWER.strip(), subprocess.run(["true"]).returncode)
+    """, "pass\n"),
+    "temporary-files": ("""
+        import os
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as _folder:
+            torch.save({"w": torch.arange(4.0)}, os.path.join(_folder, "saved.pt"))
+            print(torch.load(os.path.join(_folder, "saved.pt"), weights_only=True))
+    """, """
+        import io
+
+        for t in tensors[:1]:
+            if t.device.type != "meta":
+                buffer = io.BytesIO()
+                torch.save(t.detach(), buffer)
+                buffer.seek(0)
+                print(torch.load(buffer, weights_only=True).shape)
+    """),
 }
 
 WRAPPER = '''
@@ -442,15 +493,15 @@ def test_every_behaviour_runs_inside_the_graded_calls(course, tmp_path):
     assert any("behaviour ran" in c.message for c in result.checks), verdict(result)
 
 
-def test_torch_compile_is_refused_with_a_clear_message(course, tmp_path):
+def test_torch_compile_works(course, tmp_path):
+    """`torch.compile` generates code, writes it to /tmp and compiles it, in worker processes: all of it inside
+    the walls of the student's process, and the compiled softmax gets full marks."""
     kata = course.find("9.1")
     path = tmp_path / "compiled.py"
     path.write_text(kata.solution.read_text(encoding="utf-8").replace("def softmax(", "@torch.compile\ndef softmax("),
                     encoding="utf-8")
     result = runner.run_kata(course, kata, path, timeout=TIMEOUT)
-    assert result.outcome == runner.EXCEPTION and result.points == 0, verdict(result)
-    assert "torch.compile is not available while your code is graded" in result.message, result.message
-    assert result.frames and result.frames[-1].code == "@torch.compile", result.frames
+    assert result.passed and result.points == result.max_points, verdict(result)
 
 
 @pytest.mark.parametrize("kata_id", ["9.1", "9.2", "9.3", "9.4", "9.5", "9.6", "9.7", "9.8", "9.9", "9.10"])

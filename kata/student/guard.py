@@ -57,8 +57,10 @@ class _Who:
         self.trusted_files = frozenset(trusted_files)
 
     def is_student(self, filename: str) -> bool:
+        """The student's file, or code made at run time in the student's process (`exec`, `compile`:
+        "<string>"), which only the student's code makes there; not Python's frozen modules."""
         return filename in self.student_files or not (
-            filename.startswith(("<", _KATA_DIR, *_LIBRARY_DIRS)) or filename in self.trusted_files)
+            filename.startswith(("<frozen", _KATA_DIR, *_LIBRARY_DIRS)) or filename in self.trusted_files)
 
     def offender(self, frame) -> tuple[str, int] | None:
         """(file, line) of the student's code that made this call, or None when it is not the student's

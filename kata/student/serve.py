@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import collections.abc
 import contextlib
+import functools
 import inspect
 import os
 import signal
@@ -97,7 +98,7 @@ class Server:
                 raise WireError(f"an unknown request {header.get('op')!r}")
             reply, packed = op(header, Unpacker(header.get("tensors", []), buffers, self.resolve, leaves=True))
             reply["ok"] = True
-        except (KeyboardInterrupt, SystemExit, Exception) as exc:
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt, pytest's outcomes: the student's code raised
             reply = {"ok": False, "error": self.describe(exc)}
         finally:
             sys.stdout, sys.stderr = saved
@@ -136,8 +137,9 @@ class Server:
             self.objects[handle] = obj
             self.handles[id(obj)] = handle
         kind = type(obj)
+        name = getattr(obj, "__qualname__", None) if isinstance(obj, (type, types.FunctionType)) else None
         return {"handle": handle, "type": kind.__name__, "mro": [c.__name__ for c in kind.__mro__],
-                "callable": callable(obj)}
+                "callable": callable(obj), "name": name if isinstance(name, str) else kind.__name__}
 
     def resolve(self, tagged: dict):
         if "handle" in tagged:
@@ -316,6 +318,19 @@ class Callback:
         return f"<the grader's function {self.id}>"
 
 
+def show_warning(files: frozenset[str], message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning, shown where the student's code caused it: at its own line when it points into the student's
+    file, else at the student's innermost line on the stack (torch warning about their `x.var()`, a
+    `warnings.warn(..., stacklevel=2)` that points into this module); not at all if no line of theirs is
+    on the stack (then it is not theirs). It goes to what the request captures, the student's output."""
+    if filename not in files:
+        where = load.stack_frames(sys._getframe(1), files)
+        if not where:
+            return
+        filename, lineno, line = where[-1]["file"], where[-1]["line"], None
+    (file or sys.stderr).write(warnings.formatwarning(message, category, filename, lineno, line))
+
+
 def _public(name) -> str:
     if type(name) is not str or not name.isidentifier() or name.startswith("_"):
         raise AttributeError(f"{name!r} is not a public name")
@@ -345,6 +360,7 @@ def main(sock, *, filename: str, kata_id: str, forbidden: tuple[str, ...], earli
             channel.send({"stack": load.stack_frames(frame, server.files)})
 
     signal.signal(signal.SIGUSR1, stack)
+    warnings.showwarning = functools.partial(show_warning, frozenset({filename}))
     channel.send({"ready": report.to_dict()})
     try:
         server.serve()

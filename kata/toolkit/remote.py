@@ -219,7 +219,9 @@ class Session:
     def _take_output(self, text) -> None:
         if isinstance(text, str) and text:
             room = self.output_limit - len(self.output)
-            self.output += text[:max(room, 0)] if len(text) <= room else text[:max(room, 0)] + "\n… (more not kept)"
+            if room <= 0:
+                return  # the note that more was printed is there already
+            self.output += text if len(text) <= room else text[:room] + "\n… (more not kept)"
 
     def take_output(self) -> str:
         text, self.output = self.output, ""
@@ -328,7 +330,9 @@ class Session:
                 mro = tagged.get("mro")
                 if type(mro) is not list or not all(type(n) is str for n in mro):
                     raise WireError("a handle without its type")
-                proxy = RemoteObject(self, handle, tuple(n[:200] for n in mro[:64]), tagged.get("callable") is True)
+                name = tagged.get("name") if isinstance(tagged.get("name"), str) else mro[0] if mro else "object"
+                proxy = RemoteObject(self, handle, tuple(n[:200] for n in mro[:64]), tagged.get("callable") is True,
+                                     name[:200])
                 self._proxies[handle] = proxy
             return proxy
         if "method" in tagged and type(tagged.get("method")) is str:
@@ -367,7 +371,7 @@ class Session:
         fields = {"target": target._handle, "method": method, "args": packer.pack(list(args)),
                   "kwargs": packer.pack(dict(kwargs)), "grad": torch.is_grad_enabled(),
                   "watch": self._watch is not None, "device": self._device}
-        what = target._mro[0] if method in (None, "__call__") else f"{target._mro[0]}.{method}"
+        what = target._name if method in (None, "__call__") else f"{target._name}.{method}"
         reply, unpacker = self.request("call", fields, packer, doing=f"calling {what}")
         inputs = packer.originals
         graph = reply.get("graph")
@@ -473,9 +477,9 @@ class RemoteObject:
     """An object that lives in the student's process (see the module's docstring). Its own attributes live
     in its `__dict__`; every other attribute is asked for there."""
 
-    def __init__(self, session: Session, handle: int, mro: tuple[str, ...], is_callable: bool):
-        self.__dict__.update(_session=session, _handle=handle, _mro=mro, _callable=is_callable, _cache={},
-                             _module=False)
+    def __init__(self, session: Session, handle: int, mro: tuple[str, ...], is_callable: bool, name: str):
+        self.__dict__.update(_session=session, _handle=handle, _mro=mro, _callable=is_callable, _name=name,
+                             _cache={}, _module=False)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
