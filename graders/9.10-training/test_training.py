@@ -2,55 +2,42 @@
 
 Hidden from students: they see each check's title and message, never this file.
 
-Isolation: the model in every check is the REFERENCE Transformer of kata 9.9 (kata.earlier resolves to
-the reference solutions while grading). Inside the checks of make_scheduler the student's noam_lr is
-replaced by a correct one, and inside the checks of train_step their label_smoothing_loss is, so a
-mistake in one piece costs points in that piece's checks. The substitutes are this file's own
-(correct_noam_lr, correct_loss), not the reference solution's: the sandbox forbids the student's code
-to call the reference solution. The copy-task capstone uses everything of
-the student's training code (optimiser, scheduler, loss, train_step) and measures accuracy with the
-reference greedy decoder (greedy_decode has its own checks).
+The student's code runs in a process of its own (kata.toolkit.remote): every model and optimiser it is handed
+is built there, from the REFERENCE Transformer of kata 9.9 (`remote.earlier("transformer")`; kata.earlier
+resolves to the reference solutions while grading) and torch's own optimisers, with weights drawn here and
+loaded into it; what the reference computes here runs on a twin of that model with the same weights.
+
+Isolation: inside the checks of make_scheduler the student's noam_lr is replaced by a correct one (this
+file's correct_noam_lr, lent to the student's process), so a mistake in noam_lr costs points in its own
+checks only. The checks of train_step keep the student's own label_smoothing_loss, and the reference step
+they are compared with calls it too (on the reference's logits, here): a wrong loss gives both the same
+numbers, so it costs points in the loss's checks only. (A grader's function lent to the student's process
+returns values, not an autograd graph, so a correct loss cannot be put in its place.) The copy-task
+capstone uses everything of the student's training code (optimiser, scheduler, loss, train_step) and
+measures accuracy with the reference greedy decoder (greedy_decode has its own checks).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import itertools
 import math
 import os
+import types
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from kata import copy_task
-from kata.toolkit import CheckFailed, ErrorPattern, Mistake, assert_close, fail
+from kata.toolkit import CheckFailed, ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.compare import describe, matching_mistakes
 from kata.toolkit.properties import given, st
 
 PAD, BOS, EOS = copy_task.PAD_ID, copy_task.BOS_ID, copy_task.EOS_ID
 
-
-def _warm_up_torch_optim() -> None:
-    """Build each optimiser a student may reach for, and a scheduler, once, while the graders load.
-
-    The first optimiser torch builds in a process imports torch._dynamo (which rebinds torch.manual_seed)
-    and wraps its class's step(), and the first step() initialises the profiler's lazy state: done here,
-    that is part of the state sealed before the student's code runs, not a change that looks like theirs.
-    """
-    weight = torch.nn.Parameter(torch.zeros(2))
-    for optimizer_class in (torch.optim.Adam, torch.optim.AdamW, torch.optim.SGD):
-        optimizer = optimizer_class([weight], lr=0.0)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
-        optimizer.zero_grad()
-        (weight * 2).sum().backward()
-        torch.nn.utils.clip_grad_norm_([weight], 1.0)
-        optimizer.step()  # the first step also initialises the profiler's lazy state
-        scheduler.step()
-
-
-_warm_up_torch_optim()
 
 # ---------------------------------------------------------------------------------------------------
 # Classic mistakes
@@ -241,14 +228,23 @@ def schedule_mistakes(steps: list[int], d_model: int, warmup: int, factor: float
     return found
 
 
-def call_noam(student, step: int, d_model: int, warmup: int, factor: float) -> float:
-    value = student.noam_lr(step, d_model, warmup, factor)
-    if isinstance(value, torch.Tensor):
-        fail(f"noam_lr({step}, {d_model}, {warmup}, {factor}) returned a tensor {describe(value)}: it should "
-             "return a Python float (use ** and min() on numbers, or .item())")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        fail(f"noam_lr({step}, {d_model}, {warmup}, {factor}) should return a float, got {type(value).__name__}")
-    return float(value)
+def noam_rates(student, steps: list[int], d_model: int, warmup: int, factor: float) -> list[float]:
+    """noam_lr(step, d_model, warmup, factor) for each of `steps`, each checked to be a float. One call into the
+    student's process computes them all (map() there), rather than a round trip per step."""
+    n = len(steps)
+    values = list(there().map(student.noam_lr, steps, [d_model] * n, [warmup] * n, [factor] * n))
+    # A subclass of float (numpy.float64, say) crosses as a handle, not as a number: its float() is asked there.
+    subclassed = [i for i, v in enumerate(values) if isinstance(v, remote.RemoteObject) and remote.is_a(v, "float")]
+    for i, value in zip(subclassed, there().map(there().float, [values[i] for i in subclassed]), strict=True):
+        values[i] = value
+    for step, value in zip(steps, values, strict=True):
+        if isinstance(value, torch.Tensor):
+            fail(f"noam_lr({step}, {d_model}, {warmup}, {factor}) returned a tensor {describe(value)}: it should "
+                 "return a Python float (use ** and min() on numbers, or .item())")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            fail(f"noam_lr({step}, {d_model}, {warmup}, {factor}) should return a float, got "
+                 f"{remote.type_name(value)}")
+    return [float(value) for value in values]
 
 
 SCHEDULE_CASES = [  # (d_model, warmup_steps, factor)
@@ -267,7 +263,7 @@ def test_noam_lr_values(student):
     """noam_lr: exact values at steps 0, 1, mid warm-up, the peak, 2x warm-up and 100k"""
     for d_model, warmup, factor in SCHEDULE_CASES:
         steps = key_steps(warmup)
-        got = torch.tensor([call_noam(student, s, d_model, warmup, factor) for s in steps], dtype=torch.float64)
+        got = torch.tensor(noam_rates(student, steps, d_model, warmup, factor), dtype=torch.float64)
         want = torch.tensor([noam(s, d_model, warmup, factor) for s in steps], dtype=torch.float64)
         assert_close_relative(got, want, name="noam_lr at steps " + str(steps), what="the paper's schedule",
                      context=f"d_model={d_model}, warmup_steps={warmup}, factor={factor}",
@@ -279,12 +275,11 @@ def test_noam_lr_values(student):
 def test_noam_lr_shape(student, d_model, warmup, factor, data):
     """noam_lr rises linearly to its peak factor/sqrt(d_model * warmup_steps) at warmup_steps, then decays"""
     context = f"d_model={d_model}, warmup_steps={warmup}, factor={factor}"
-    # Steps 1..4 * warmup_steps: the landmarks and a few drawn ones (each call of the student's code costs
-    # milliseconds under the grading sandbox).
+    # Steps 1..4 * warmup_steps: the landmarks and a few drawn ones.
     drawn = data.draw(st.lists(st.integers(1, 4 * warmup), max_size=12), label="steps")
     steps = sorted({1, 2, max(1, warmup // 2), 2 * max(1, warmup // 2), max(1, warmup - 1), warmup, warmup + 1,
                     2 * warmup, 4 * warmup, *drawn})
-    rates = [call_noam(student, s, d_model, warmup, factor) for s in steps]
+    rates = noam_rates(student, steps, d_model, warmup, factor)
     at = dict(zip(steps, rates, strict=True))
     trace = torch.tensor(rates, dtype=torch.float64)
 
@@ -318,26 +313,105 @@ def test_noam_lr_shape(student, d_model, warmup, factor, data):
 # Optimiser and scheduler
 # ---------------------------------------------------------------------------------------------------
 def tiny_model(reference, *, device="cpu", dtype=torch.float32, n_layers=2, dropout=0.0, vocab=9):
-    """A small reference Transformer (kata 9.9)."""
-    model = reference.Transformer(vocab, vocab, d_model=16, n_heads=2, n_layers=n_layers, d_ff=32, dropout=dropout,
-                                  max_len=32)
-    return model.to(device=device, dtype=dtype)
+    """A small reference Transformer (kata 9.9), here: the twin on which the reference computes.
+    `in_student_process` builds the same model where the student's code can be handed it."""
+    config = dict(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16, n_heads=2, n_layers=n_layers, d_ff=32,
+                  dropout=dropout, max_len=32)
+    model = reference.Transformer(**config).to(device=device, dtype=dtype)
+    model.kata_config = config  # what in_student_process builds it from
+    return model
+
+
+# ---- objects in the student's process: the models and optimisers the student's functions are handed
+
+
+@functools.cache
+def there() -> types.SimpleNamespace:
+    """Handles of what the checks build or call in the student's process, looked up once a run (each lookup
+    is a round trip): kata 9.9's reference Transformer (`remote.earlier`), and from the torch it imports, the
+    optimisers and the scheduler, two helpers of torch.nn.utils, Module.parameters and three built-ins (see
+    `parameters_of`, `recorded` and `noam_rates`)."""
+    transformer = remote.earlier("transformer")
+    torch_there, builtins = transformer.torch, transformer.torch.builtins
+    optim, nn_there = torch_there.optim, torch_there.nn
+    return types.SimpleNamespace(
+        Transformer=transformer.Transformer, Adam=optim.Adam, SGD=optim.SGD, LambdaLR=optim.lr_scheduler.LambdaLR,
+        parameters=nn_there.Module.parameters, to_vector=nn_there.utils.parameters_to_vector,
+        from_vector=nn_there.utils.vector_to_parameters, map=builtins.map, getattr=builtins.getattr,
+        float=builtins.float)
+
+
+def parameters_of(twin):
+    """`twin.parameters()` of a model in the student's process, as a generator left there: for an optimiser
+    built there to hold the model's own parameters, and for torch.nn.utils' vector helpers.
+
+    A call's result that is a generator crosses as the list of what it yields (copies of the parameters), but an
+    object inside a result stays there as a handle: so the call is made through map(), whose one item is the
+    generator itself."""
+    (parameters,) = there().map(there().parameters, [twin])
+    return parameters
+
+
+def load_into(twin, model: torch.nn.Module) -> None:
+    """Give `twin` (in the student's process, of `model`'s architecture) `model`'s parameters, as one vector.
+    The buffers (the positional encodings) are computed alike on both sides."""
+    with torch.no_grad():
+        there().from_vector(torch.nn.utils.parameters_to_vector(model.parameters()), parameters_of(twin))
+
+
+_twins: dict[tuple, remote.RemoteObject] = {}  # (config, dtype, device) -> a twin, built once a run
+
+
+def in_student_process(model: torch.nn.Module):
+    """A twin of `model` (a tiny_model) in the student's process, where the student's functions can take it:
+    kata 9.9's reference Transformer built there, with `model`'s device, dtype, weights and mode.
+
+    One twin of each architecture, dtype and device is built a run (building one there costs more than most
+    checks that use it) and handed to each check afresh: `model`'s parameters loaded, no gradients, `model`'s
+    mode. A check that registers a hook on it removes the hook (`hooked`)."""
+    parameter = next(model.parameters())
+    key = (tuple(sorted(model.kata_config.items())), parameter.dtype, str(parameter.device))
+    twin = _twins.get(key)
+    if twin is None:
+        twin = there().Transformer(**model.kata_config)
+        if parameter.dtype != torch.float32 or parameter.device.type != "cpu":
+            twin = twin.to(device=parameter.device, dtype=parameter.dtype)
+        _twins[key] = twin
+    else:
+        twin.zero_grad(set_to_none=True)
+    load_into(twin, model)
+    twin.train(model.training)
+    return twin
+
+
+@contextlib.contextmanager
+def hooked(module, kind: str, hook):
+    """`hook` (lent to the student's process) registered on `module` of a twin as a forward (kind "forward") or
+    forward pre-hook ("forward_pre") inside the block only: the twin serves the later checks."""
+    handle = getattr(module, f"register_{kind}_hook")(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
 
 
 def test_make_optimizer(student, reference):
     """make_optimizer: Adam over every parameter, betas (0.9, 0.98), eps 1e-9, base lr 1.0"""
-    model = tiny_model(reference)
+    model = in_student_process(tiny_model(reference))
     optimizer = student.make_optimizer(model)
-    if not isinstance(optimizer, torch.optim.Adam):
-        fail(f"make_optimizer should return a torch.optim.Adam, got {type(optimizer).__name__}", ADAM_SETTINGS)
-    expected = {id(p) for p in model.parameters()}
-    seen = [id(p) for group in optimizer.param_groups for p in group["params"]]
-    if len(seen) != len(set(seen)) or set(seen) != expected:
-        missing = len(expected - set(seen))
-        fail(f"the optimiser should hold each of the model's {len(expected)} parameter tensors once: "
-             f"{missing} missing, {len(seen) - len(set(seen))} repeated, {len(set(seen) - expected)} foreign "
-             "(pass model.parameters())")
-    for i, group in enumerate(optimizer.param_groups):
+    if not remote.is_a(optimizer, "Adam"):
+        fail(f"make_optimizer should return a torch.optim.Adam, got {remote.type_name(optimizer)}", ADAM_SETTINGS)
+    parameters = list(model.parameters())
+    groups = optimizer.param_groups
+    # Which of the model's parameters each tensor of the optimiser is (None: another tensor).
+    seen = [next((i for i, p in enumerate(parameters) if remote.same(held, p)), None)
+            for group in groups for held in group["params"]]
+    known = [i for i in seen if i is not None]
+    if len(known) != len(seen) or len(set(known)) != len(known) or len(set(known)) != len(parameters):
+        fail(f"the optimiser should hold each of the model's {len(parameters)} parameter tensors once: "
+             f"{len(parameters) - len(set(known))} missing, {len(known) - len(set(known))} repeated, "
+             f"{len(seen) - len(known)} foreign (pass model.parameters())")
+    for i, group in enumerate(groups):
         betas = tuple(float(b) for b in group["betas"])
         problems = []
         if betas != (0.9, 0.98):
@@ -358,32 +432,46 @@ def scheduler_lrs(student, d_model: int, warmup: int, factor: float, steps: list
     """The optimiser's lr (Adam, base lr 1.0) after k real scheduler.step() calls, for each k of sorted `steps`.
 
     Nearby k are reached by stepping; a far one by setting scheduler.last_epoch to k - 1 and stepping once,
-    which is where k calls of step() lead (each call runs the student's lambda, and under the grading
-    sandbox every call into the student's code costs milliseconds: 100k of them would take minutes).
+    which is where k calls of step() lead (each call runs the student's lambda, and every call into the
+    student's process costs a round trip: 100k of them would take minutes).
     """
-    weight = torch.nn.Parameter(torch.zeros(1))
-    optimizer = torch.optim.Adam([weight], lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    # Adam over one weight, in the student's process (a tensor sent there arrives as a leaf that requires grad).
+    optimizer = there().Adam([torch.zeros(1, requires_grad=True)], lr=1.0, betas=(0.9, 0.98), eps=1e-9)
     scheduler = student.make_scheduler(optimizer, d_model, warmup, factor)
-    if not isinstance(scheduler, torch.optim.lr_scheduler.LRScheduler):
-        fail(f"make_scheduler should return a torch.optim.lr_scheduler.LambdaLR, got {type(scheduler).__name__}")
+    if not remote.is_a(scheduler, "LRScheduler"):
+        fail(f"make_scheduler should return a torch.optim.lr_scheduler.LambdaLR, got {remote.type_name(scheduler)}")
     optimizer.step()  # no gradient, so nothing moves; the scheduler sees an optimiser step first
-    lrs, done = [], 0
+    epoch = scheduler.last_epoch  # counted here from now on: every step() adds one
+    lrs = []
     for k in steps:
-        if k - done > 64:
-            scheduler.last_epoch = k - 1
+        if k - epoch > 64:
+            scheduler.last_epoch = epoch = k - 1
+        while epoch < k:
             scheduler.step()
-        while scheduler.last_epoch < k:
-            scheduler.step()
-        done = k
+            epoch += 1
         lrs.append(float(optimizer.param_groups[0]["lr"]))
     return lrs
 
 
-def test_make_scheduler(student, reference, monkeypatch):
+@contextlib.contextmanager
+def lent(student, name: str, function):
+    """Inside the block the student's module has `function` (the grader's, lent to the student's process) as
+    `name`, and its own again after it. (Not pytest's monkeypatch: it finds no `name` in the proxy's own
+    __dict__, so its undo deletes the attribute instead of restoring it, which a proxy refuses; and pytest
+    does not report a fixture's failed teardown, so the grader's function would stay for the later checks.)"""
+    own = getattr(student, name)
+    setattr(student, name, function)
+    try:
+        yield
+    finally:
+        setattr(student, name, own)
+
+
+def test_make_scheduler(student, reference):
     """make_scheduler: the optimiser's lr after k scheduler steps is noam_lr(k), up to 100k steps"""
-    monkeypatch.setattr(student, "noam_lr", correct_noam_lr)  # a noam_lr mistake is counted in its own checks
     for d_model, warmup, factor, steps in ((512, 4000, 1.0, key_steps(4000)), (64, 10, 2.0, list(range(41)))):
-        lrs = scheduler_lrs(student, d_model, warmup, factor, steps)
+        with lent(student, "noam_lr", correct_noam_lr):  # a noam_lr mistake is counted in its own checks
+            lrs = scheduler_lrs(student, d_model, warmup, factor, steps)
         context = (f"Adam(lr=1.0) and make_scheduler(optimizer, d_model={d_model}, warmup_steps={warmup}, "
                    f"factor={factor}), lr read from optimizer.param_groups after k scheduler.step() calls "
                    f"(your make_scheduler was given a correct noam_lr)")
@@ -444,12 +532,6 @@ def model_loss(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_inde
     if reduce == "divide-by-all":
         return torch.where(keep, per_token, 0).sum() / keep.numel()
     return torch.where(keep, per_token, 0).sum()
-
-
-def correct_loss(logits: torch.Tensor, target: torch.Tensor, smoothing: float = 0.1,
-                 ignore_index: int | None = None) -> torch.Tensor:
-    """label_smoothing_loss as the contract has it: put in the student's module while train_step is checked."""
-    return model_loss(logits, target, smoothing, ignore_index)
 
 
 def loss_mistakes(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_index: int | None) -> dict:
@@ -629,26 +711,32 @@ def small_batch(n=4) -> tuple[torch.Tensor, torch.Tensor]:
     return copy_task.make_batch(SMALL_TASK, n, torch.Generator().manual_seed(int(torch.randint(0, 2**31, ()))))
 
 
-def simulated_loss(reference, model, src, tgt, *, shift="ok", causal=True, src_mask=True, ignore=True,
+def simulated_loss(reference, loss_fn, model, src, tgt, *, shift="ok", causal=True, src_mask=True, ignore=True,
                    smoothing=0.1):
-    """The loss of one teacher-forced forward pass, correct or with a classic mistake."""
+    """The loss of one teacher-forced forward pass of `model` (here), correct or with a classic mistake, by
+    `loss_fn` (the student's label_smoothing_loss: its gradient comes back from the student's process)."""
     tgt_in, tgt_out = {"ok": (tgt[:, :-1], tgt[:, 1:]), "none": (tgt, tgt), "labels": (tgt[:, :-1], tgt[:, :-1]),
                        "reversed": (tgt[:, 1:], tgt[:, :-1])}[shift]
     tgt_mask = reference.padding_mask(tgt_in, PAD)
     if causal:
         tgt_mask = tgt_mask & reference.causal_mask(tgt_in.size(1), device=tgt.device)
     logits = model(src, tgt_in, reference.padding_mask(src, PAD) if src_mask else None, tgt_mask)
-    return correct_loss(logits, tgt_out, smoothing, ignore_index=PAD if ignore else None)
+    loss = loss_fn(logits, tgt_out, smoothing, ignore_index=PAD if ignore else None)
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+        fail(f"label_smoothing_loss returned {describe(loss)} for logits {describe(logits)}: train_step is checked "
+             "with your loss, which should be a scalar tensor (its own checks say more)")
+    return loss
 
 
-def simulated_training(reference, model, batches, make, *, zero="before", scheduler="after", clip=None,
+def simulated_training(reference, loss_fn, model, batches, make, *, zero="before", scheduler="after", clip=None,
                        clip_how="norm", **loss_kwargs) -> torch.Tensor:
-    """Train a copy of `model` on `batches` the way a (possibly mistaken) train_step would; its flat parameters."""
+    """Train a copy of `model` (here) on `batches` the way a (possibly mistaken) train_step would; its flat
+    parameters."""
     model = copy.deepcopy(model)
     optimizer, sched = make(model)
     for src, tgt in batches:
         model.train()
-        loss = simulated_loss(reference, model, src, tgt, **loss_kwargs)
+        loss = simulated_loss(reference, loss_fn, model, src, tgt, **loss_kwargs)
         if zero == "before":
             optimizer.zero_grad()
         loss.backward()
@@ -673,14 +761,22 @@ def simulated_training(reference, model, batches, make, *, zero="before", schedu
 
 
 def flat(model) -> torch.Tensor:
-    return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    """Every parameter of a model, here or in the student's process (made one vector there), in one vector."""
+    with torch.no_grad():
+        if isinstance(model, torch.nn.Module):
+            return torch.nn.utils.parameters_to_vector(model.parameters())
+        return there().to_vector(parameters_of(model))
 
 
 def sgd_with(schedule):
-    """A maker of (optimizer, scheduler): plain SGD (its update is lr * grad, so every mistake shows)."""
+    """A maker of (optimizer, scheduler): plain SGD (its update is lr * grad, so every mistake shows) under
+    LambdaLR(schedule), for a twin here, or built in the student's process for a model there."""
     def make(model):
-        optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
-        return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        if isinstance(model, torch.nn.Module):
+            optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+            return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+        optimizer = there().SGD(parameters_of(model), lr=1.0)
+        return optimizer, there().LambdaLR(optimizer, schedule)  # `schedule` is lent to it
     return make
 
 
@@ -691,25 +787,20 @@ def call_train_step(student, model, batch, make, **kwargs) -> float:
         fail(f"train_step returned a tensor {describe(loss)}: return the loss as a Python float (loss.item()); "
              "a tensor would keep the whole graph of the step alive")
     if isinstance(loss, bool) or not isinstance(loss, float | int):
-        fail(f"train_step should return the loss as a float, got {type(loss).__name__}")
+        fail(f"train_step should return the loss as a float, got {remote.type_name(loss)}")
     return float(loss)
 
 
-@pytest.fixture
-def correct_loss_in_place(student, monkeypatch):
-    """train_step checks run with a correct label_smoothing_loss in place of the student's."""
-    monkeypatch.setattr(student, "label_smoothing_loss", correct_loss)
-
-
-def test_train_step_loss(student, reference, correct_loss_in_place, device, dtype):
+def test_train_step_loss(student, reference, device, dtype):
     """train_step returns the teacher-forced loss: decoder input tgt[:, :-1], labels tgt[:, 1:], masks"""
-    model = tiny_model(reference, device=device, dtype=dtype)
-    before = copy.deepcopy(model)
+    before = tiny_model(reference, device=device, dtype=dtype)
+    model = in_student_process(before)
     src, tgt = (t.to(device) for t in small_batch())
     seen = []
-    model.tgt_embed.register_forward_pre_hook(lambda module, args: seen.append(args[0].detach().clone()))
-    loss = call_train_step(student, model, (src, tgt), sgd_with(lambda step: 0.01), smoothing=0.1)
-    context = f"src {describe(src)}, tgt {describe(tgt)} (bos, symbols, eos, padding), pad_id={PAD}, smoothing=0.1"
+    with hooked(model.tgt_embed, "forward_pre", lambda module, args: seen.append(args[0].detach().clone())):
+        loss = call_train_step(student, model, (src, tgt), sgd_with(lambda step: 0.01), smoothing=0.1)
+    context = (f"src {describe(src)}, tgt {describe(tgt)} (bos, symbols, eos, padding), pad_id={PAD}, smoothing=0.1; "
+               "the reference step calls your label_smoothing_loss")
     if not seen:
         fail("train_step never ran the model's decoder (model.tgt_embed was not called)")
     decoder_input = seen[0]
@@ -721,7 +812,8 @@ def test_train_step_loss(student, reference, correct_loss_in_place, device, dtyp
              NOT_SHIFTED)
     with torch.no_grad():
         def variant(**kwargs):
-            return lambda: simulated_loss(reference, before, src, tgt, **kwargs).double().cpu().reshape(1)
+            return lambda: simulated_loss(reference, student.label_smoothing_loss, before, src, tgt,
+                                          **kwargs).double().cpu().reshape(1)
 
         want = variant()()
         assert_close(torch.tensor([loss], dtype=torch.float64), want, name="returned loss",
@@ -739,7 +831,8 @@ def test_train_step_loss(student, reference, correct_loss_in_place, device, dtyp
 
 
 def train_with_student(student, model, batches, make, **kwargs):
-    """Run the student's train_step on `batches` with one optimiser and scheduler from `make`."""
+    """Run the student's train_step on `batches` (`model` is in the student's process) with one optimiser and
+    scheduler from `make`."""
     optimizer, scheduler = make(model)
     for batch in batches:
         loss = student.train_step(model, batch, optimizer, scheduler, PAD, 0.1, **kwargs)
@@ -748,10 +841,10 @@ def train_with_student(student, model, batches, make, **kwargs):
     return optimizer, scheduler
 
 
-def step_mistakes(reference, start, batches, make, **config) -> dict:
+def step_mistakes(reference, loss_fn, start, batches, make, **config) -> dict:
     """What the classic train_step mistakes give under this check's optimiser, scheduler and clipping."""
     def trained(**kwargs):
-        return lambda: simulated_training(reference, start, batches, make, **{**config, **kwargs})
+        return lambda: simulated_training(reference, loss_fn, start, batches, make, **{**config, **kwargs})
 
     def variant(mistake: Mistake, detail: str) -> Mistake:
         return Mistake(mistake.id, f"{mistake.explanation} ({detail})")
@@ -775,60 +868,64 @@ def step_mistakes(reference, start, batches, make, **config) -> dict:
     return found
 
 
-def test_train_step_updates(student, reference, correct_loss_in_place):
+def test_train_step_updates(student, reference):
     """Three steps give the reference's parameters: gradients zeroed every step"""
-    model = tiny_model(reference)
-    start = copy.deepcopy(model)
+    start = tiny_model(reference)
+    model = in_student_process(start)
     batches = [small_batch() for _ in range(3)]
     make = sgd_with(lambda step: 0.05)  # a constant rate: how the scheduler is stepped does not matter here
     train_with_student(student, model, batches, make)
-    assert_close(flat(model), simulated_training(reference, start, batches, make),
+    loss_fn = student.label_smoothing_loss
+    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make),
                  name="the model after 3 train_step calls", what="the reference's",
                  context="a small Transformer trained by SGD (lr 0.05) on 3 batches",
-                 mistakes=step_mistakes(reference, start, batches, make))
+                 mistakes=step_mistakes(reference, loss_fn, start, batches, make))
 
 
-def test_train_step_scheduler(student, reference, correct_loss_in_place):
+def test_train_step_scheduler(student, reference):
     """The scheduler advances once per optimiser step, after it"""
-    model = tiny_model(reference)
-    start = copy.deepcopy(model)
+    start = tiny_model(reference)
+    model = in_student_process(start)
     batches = [small_batch() for _ in range(3)]
     make = sgd_with(lambda step: 0.02 * (step + 1))  # step k's update uses lr 0.02 * k
     _, scheduler = train_with_student(student, model, batches, make)
-    if scheduler.last_epoch != 3:
-        how = "never" if scheduler.last_epoch == 0 else f"{scheduler.last_epoch} times"
+    stepped = scheduler.last_epoch
+    if stepped != 3:
+        how = "never" if stepped == 0 else f"{stepped} times"
         fail(f"after 3 train_step calls the scheduler was stepped {how}: it must be stepped once per "
              "optimiser step", SCHEDULER_STEPS)
 
-    assert_close(flat(model), simulated_training(reference, start, batches, make),
+    loss_fn = student.label_smoothing_loss
+    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make),
                  name="the model after 3 train_step calls",
                  what="the reference's (scheduler.step() after optimizer.step())",
                  context="SGD whose lr grows every scheduler step (0.02, 0.04, 0.06)",
-                 mistakes=step_mistakes(reference, start, batches, make))
+                 mistakes=step_mistakes(reference, loss_fn, start, batches, make))
 
 
-def test_train_step_clips_gradients(student, reference, correct_loss_in_place):
+def test_train_step_clips_gradients(student, reference):
     """max_grad_norm clips the total gradient norm before the optimiser step"""
-    model = tiny_model(reference)
-    start = copy.deepcopy(model)
+    start = tiny_model(reference)
+    model = in_student_process(start)
     batches = [small_batch() for _ in range(2)]
     make = sgd_with(lambda step: 1.0)
     train_with_student(student, model, batches, make, max_grad_norm=0.05)
 
-    assert_close(flat(model), simulated_training(reference, start, batches, make, clip=0.05),
+    loss_fn = student.label_smoothing_loss
+    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make, clip=0.05),
                  name="the model after 2 train_step calls",
                  what="the reference's (clip_grad_norm_(model.parameters(), 0.05))",
                  context="SGD with lr 1.0 and max_grad_norm=0.05 (the gradients' norm is larger)",
-                 mistakes=step_mistakes(reference, start, batches, make, clip=0.05))
+                 mistakes=step_mistakes(reference, loss_fn, start, batches, make, clip=0.05))
 
 
-def test_train_mode(student, reference, correct_loss_in_place):
+def test_train_mode(student, reference):
     """train_step puts the model in train mode before the forward pass"""
-    model = tiny_model(reference, dropout=0.1)
+    model = in_student_process(tiny_model(reference, dropout=0.1))
     model.eval()
     modes = []
-    model.tgt_embed.register_forward_pre_hook(lambda module, args: modes.append(module.training))
-    call_train_step(student, model, small_batch(), sgd_with(lambda step: 0.01), smoothing=0.1)
+    with hooked(model.tgt_embed, "forward_pre", lambda module, args: modes.append(module.training)):
+        call_train_step(student, model, small_batch(), sgd_with(lambda step: 0.01), smoothing=0.1)
     if not modes:
         fail("train_step never ran the model's decoder (model.tgt_embed was not called)")
     if not all(modes) or not model.training:
@@ -856,10 +953,11 @@ def simulated_decode(reference, model, src, max_len, src_mask, *, causal=True, f
 
 
 def decoding_model(reference, device="cpu"):
-    """A fresh copy of the run's decoding model (see `_decoding_setup`) and its padded batch."""
+    """A fresh copy of the run's decoding model (see `_decoding_setup`), its twin in the student's process,
+    and their padded batch with its mask."""
     model, src = _decoding_setup(reference, device)
-    src = src.clone()
-    return copy.deepcopy(model), src, reference.padding_mask(src, PAD)
+    model = copy.deepcopy(model)
+    return model, in_student_process(model), src.clone(), reference.padding_mask(src, PAD)
 
 
 @functools.cache
@@ -933,28 +1031,29 @@ def assert_same_tokens(out: torch.Tensor, want: torch.Tensor, context: str, mist
     fail("\n".join(lines), *matching_mistakes(out, mistakes))
 
 
-def call_decode(student, model, src, max_len, src_mask, context) -> torch.Tensor:
-    out = student.greedy_decode(model, src, max_len, BOS, EOS, src_mask=src_mask)
+def call_decode(student, twin, src, max_len, src_mask, context) -> torch.Tensor:
+    """The student's greedy_decode of `twin` (a model in the student's process)."""
+    out = student.greedy_decode(twin, src, max_len, BOS, EOS, src_mask=src_mask)
     if not isinstance(out, torch.Tensor):
-        fail(f"greedy_decode should return a tensor of token ids, got {type(out).__name__} for {context}")
+        fail(f"greedy_decode should return a tensor of token ids, got {remote.type_name(out)} for {context}")
     return out
 
 
 def test_greedy_matches_reference(student, reference, device):
     """Greedy decoding gives the reference decoder's tokens (a fixed-seed model, a padded batch)"""
-    model, src, src_mask = decoding_model(reference, device)
+    model, twin, src, src_mask = decoding_model(reference, device)
     for max_len in (10, 4):
         context = (f"a 2-layer reference Transformer, src {describe(src)} with padding, src_mask "
                    f"{describe(src_mask)}, max_len={max_len}, bos_id={BOS}, eos_id={EOS}")
-        out = call_decode(student, model, src, max_len, src_mask, context)
+        out = call_decode(student, twin, src, max_len, src_mask, context)
         assert_same_tokens(out, reference.greedy_decode(model, src, max_len, BOS, EOS, src_mask), context,
                            decode_mistakes(reference, model, src, max_len, src_mask))
 
 
 def test_greedy_stops_at_eos(student, reference):
     """Greedy decoding stops at eos: eos after eos, and no more steps once every sequence is done"""
-    model, src, src_mask = decoding_model(reference)
-    out = call_decode(student, model, src, 10, src_mask, "a padded batch")
+    model, twin, src, src_mask = decoding_model(reference)
+    out = call_decode(student, twin, src, 10, src_mask, "a padded batch")
     for row, tokens in enumerate(out.tolist()):
         if EOS in tokens:
             after = tokens[tokens.index(EOS):]
@@ -963,7 +1062,8 @@ def test_greedy_stops_at_eos(student, reference):
                      "only repeat eos_id", GREEDY_EOS)
     with torch.no_grad():
         model.generator.bias[EOS] += 1e4  # eos is now every sequence's first token
-    out = call_decode(student, model, src, 10, src_mask, "a model whose most likely token is always eos")
+    load_into(twin, model)
+    out = call_decode(student, twin, src, 10, src_mask, "a model whose most likely token is always eos")
     want = torch.tensor([[BOS, EOS]] * src.size(0))
     if out.shape != want.shape or not torch.equal(out.cpu(), want):
         fail(f"with a model that always predicts eos first, the output should be [[{BOS}, {EOS}], ...] of shape "
@@ -973,12 +1073,13 @@ def test_greedy_stops_at_eos(student, reference):
 
 def test_greedy_max_len(student, reference):
     """Greedy decoding respects max_len (bos included) and returns int64 starting with bos"""
-    model, src, src_mask = decoding_model(reference)
+    model, twin, src, src_mask = decoding_model(reference)
     with torch.no_grad():
         model.generator.bias[EOS] -= 1e4  # eos never comes: max_len alone ends the decoding
+    load_into(twin, model)
     for max_len in (1, 2, 7):
         context = f"a model that never produces eos, src {describe(src)}, max_len={max_len}"
-        out = call_decode(student, model, src, max_len, src_mask, context)
+        out = call_decode(student, twin, src, max_len, src_mask, context)
         if out.dtype != torch.long:
             fail(f"the tokens should be int64, got {out.dtype} for {context}")
         if out.shape != (src.size(0), max_len):
@@ -992,11 +1093,11 @@ def test_greedy_max_len(student, reference):
 
 def test_greedy_batched(student, reference):
     """Decoding a batch gives the same tokens as decoding each sequence alone"""
-    model, src, src_mask = decoding_model(reference)
-    batched = call_decode(student, model, src, 10, src_mask, "a padded batch")
+    model, twin, src, src_mask = decoding_model(reference)
+    batched = call_decode(student, twin, src, 10, src_mask, "a padded batch")
     for row in range(src.size(0)):
         one, one_mask = src[row:row + 1], src_mask[row:row + 1]
-        alone = call_decode(student, model, one, 10, one_mask, f"sequence {row} alone")
+        alone = call_decode(student, twin, one, 10, one_mask, f"sequence {row} alone")
         # As decodings, not as a target (copy_task.sequence_matches): an untrained model may decode a pad token.
         if not bool(copy_task.decodings_match(alone, batched[row:row + 1]).all()):
             # Only a difference the reference decoder does not show counts (float noise could flip a tie).
@@ -1008,17 +1109,36 @@ def test_greedy_batched(student, reference):
                      "argmax over the vocabulary of each row)", GREEDY_BATCH)
 
 
+def attention_layers(twin) -> list:
+    """The attention layers (kata 9.4's MultiHeadAttention) of a model in the student's process."""
+    return [m for m in twin.modules() if remote.is_a(m, "MultiHeadAttention")]
+
+
+def recorded(layers) -> list[bool]:
+    """For each attention layer of a model in the student's process: whether autograd recorded its last forward,
+    i.e. whether the weights it kept (attn_weights, kata 9.4) have an autograd graph there.
+
+    They are read by a call made there, getattr(layer, "attn_weights"): a call's result that has a graph there
+    comes back with one (requires_grad). An attribute read, or a value handed to a hook, comes back as plain
+    numbers, without requires_grad."""
+    with torch.enable_grad():
+        kept = [there().getattr(layer, "attn_weights") for layer in layers]
+    return [w.requires_grad for w in kept if isinstance(w, torch.Tensor)]
+
+
 def test_greedy_no_graph(student, reference):
     """Greedy decoding builds no autograd graph (torch.no_grad)"""
-    model, src, src_mask = decoding_model(reference)
-    graphs = []
-    model.generator.register_forward_hook(lambda module, args, output: graphs.append(output.requires_grad))
-    with torch.enable_grad():
-        out = call_decode(student, model, src, 6, src_mask, "a padded batch")
-    if out.requires_grad or any(graphs):
-        fail("the decoding steps were recorded by autograd (the generator's outputs require grad): run the loop "
-             "under `with torch.no_grad():`", GREEDY_GRAPH)
-    if not graphs:
+    _, twin, src, src_mask = decoding_model(reference)
+    layers = attention_layers(twin)
+    for layer in layers:
+        layer.attn_weights = None  # what an earlier check's forward left there says nothing of this decoding
+    generated = []
+    with hooked(twin.generator, "forward", lambda module, args, output: generated.append(True)), torch.enable_grad():
+        out = call_decode(student, twin, src, 6, src_mask, "a padded batch")
+    if out.requires_grad or any(recorded(layers)):
+        fail("the decoding steps were recorded by autograd (the attention weights of the model's last step have "
+             "a graph): run the loop under `with torch.no_grad():`", GREEDY_GRAPH)
+    if not generated:
         fail("greedy_decode never called model.generator: the next token's logits are "
              "model.generator(model.decode(...)[:, -1])")
 
@@ -1038,10 +1158,27 @@ def test_copy_task(student, reference):
     """Capstone: your training code teaches a small Transformer to copy (greedy accuracy >= 0.95 on held-out data)"""
     task = copy_task.TASK
     seed = int(os.environ.get("KATA_SEED", "0"))
+
+    here = []  # the run's model as drawn here: its twin's first weights, then the copy that decodes
+
+    def transformer(*args, **kwargs):
+        """The run's model: a reference Transformer whose weights are drawn here, from the run's seed (as `kata
+        train-demo` draws them), and loaded into its twin in the student's process, where training runs."""
+        here.append(reference.Transformer(*args, **kwargs).eval())
+        twin = there().Transformer(*args, **kwargs)
+        load_into(twin, here[-1])
+        return twin
+
+    def greedy_decode(twin, src, max_len, bos_id, eos_id, src_mask=None):
+        """The reference greedy decoder, here, on the twin's weights as they are now (one vector over the wire;
+        decoding the twin there would send the encoder's output over and back at every step)."""
+        torch.nn.utils.vector_to_parameters(flat(twin), here[-1].parameters())
+        return reference.greedy_decode(here[-1], src, max_len, bos_id, eos_id, src_mask)
+
     run = copy_task.train_copy_task(
-        task, Transformer=reference.Transformer, padding_mask=reference.padding_mask,
+        task, Transformer=transformer, padding_mask=reference.padding_mask,
         make_optimizer=student.make_optimizer, make_scheduler=student.make_scheduler, train_step=student.train_step,
-        greedy_decode=reference.greedy_decode, seed=seed, time_limit=CAPSTONE_TIME_LIMIT_S)
+        greedy_decode=greedy_decode, seed=seed, time_limit=CAPSTONE_TIME_LIMIT_S)
     recipe = (f"a reference Transformer (d_model {task.d_model}, {task.n_layers}+{task.n_layers} layers, "
               f"{task.n_heads} heads, d_ff {task.d_ff}) trained by your make_optimizer, make_scheduler(optimizer, "
               f"{task.d_model}, warmup_steps={task.warmup_steps}, factor={task.factor}) and train_step(..., pad_id="
