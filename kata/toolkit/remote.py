@@ -281,8 +281,8 @@ class Session:
         function = self._lent.get(request.get("callback")) if request.get("op") == "callback" else None
         if function is None:
             self._lost("protocol", "it asked for something it may not")
-        try:
-            unpacker = Unpacker(request.get("tensors", []), buffers, self._resolve, leaves=False)
+        try:  # tensors as the student's code passed them: requires_grad said (leaves), no graph
+            unpacker = Unpacker(request.get("tensors", []), buffers, self._resolve, leaves=True)
             args, kwargs = unpacker.unpack(request.get("args")), unpacker.unpack(request.get("kwargs"))
         except WireError as exc:
             self._lost("protocol", str(exc))
@@ -417,7 +417,7 @@ class Session:
         module = self.value(reply, unpacker)
         if not isinstance(module, RemoteObject):
             self._lost("protocol", "the loaded module is not an object")
-        module.__dict__["_module"] = True
+        object.__setattr__(module, "_module", True)
         return module
 
     @contextlib.contextmanager
@@ -449,8 +449,10 @@ class _GraphLink:
         self.session, self.graph, self.rows = session, graph, rows
 
     def __del__(self):
-        with contextlib.suppress(Exception):
+        try:  # noqa: SIM105 (at the interpreter's exit `contextlib` may be gone already)
             self.session.release_graph(self.graph)
+        except Exception:  # nothing is left to release
+            pass
 
 
 _ANCHOR = torch.zeros((), requires_grad=True)  # makes every bridged output require grad, as it does there
@@ -474,17 +476,21 @@ class _Bridge(torch.autograd.Function):
 
 
 class RemoteObject:
-    """An object that lives in the student's process (see the module's docstring). Its own attributes live
-    in its `__dict__`; every other attribute is asked for there."""
+    """An object that lives in the student's process (see the module's docstring). Its own attributes are
+    slots (it has no `__dict__`: `monkeypatch.setattr` then restores the attribute there, as it found it);
+    every other attribute is asked for there."""
+
+    __slots__ = ("__weakref__", "_cache", "_callable", "_handle", "_module", "_mro", "_name", "_session")
 
     def __init__(self, session: Session, handle: int, mro: tuple[str, ...], is_callable: bool, name: str):
-        self.__dict__.update(_session=session, _handle=handle, _mro=mro, _callable=is_callable, _name=name,
-                             _cache={}, _module=False)
+        for slot, value in (("_session", session), ("_handle", handle), ("_mro", mro), ("_callable", is_callable),
+                            ("_name", name), ("_cache", {}), ("_module", False)):
+            object.__setattr__(self, slot, value)
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
-        cache = self.__dict__["_cache"]
+        cache = self._cache
         if name in cache:
             return cache[name]
         value = self._session.getattr(self, name)
@@ -494,7 +500,7 @@ class RemoteObject:
         return value
 
     def __setattr__(self, name: str, value) -> None:
-        self.__dict__["_cache"].pop(name, None)
+        self._cache.pop(name, None)
         self._session.setattr(self, name, value)
 
     def __delattr__(self, name: str) -> None:
@@ -527,8 +533,10 @@ class RemoteObject:
         return text if isinstance(text, str) else f"<{self._mro[0]}>"
 
     def __del__(self):
-        with contextlib.suppress(Exception):
+        try:  # noqa: SIM105 (at the interpreter's exit `contextlib` may be gone already)
             self._session.release(self._handle)
+        except Exception:  # nothing is left to release
+            pass
 
 
 class RemoteMethod:

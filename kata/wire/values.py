@@ -64,6 +64,10 @@ class Packer:
         kind = type(value)
         if kind in _PLAIN:
             return value
+        if isinstance(value, (bool, int, float)):  # a subclass (an IntEnum, numpy.float64): its plain value
+            return bool(value) if isinstance(value, bool) else int(value) if isinstance(value, int) else float(value)
+        if kind.__module__ == "numpy" and getattr(value, "ndim", None) == 0:  # a numpy scalar: numpy.float32
+            return self.pack(value.item(), depth)
         if isinstance(value, torch.Tensor):
             return {"t": self.tensor(value)}
         if kind is torch.Size:
