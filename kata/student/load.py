@@ -8,6 +8,7 @@ source lines are the student's file's, named by the path the judge gave.
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.util
 import io
@@ -75,10 +76,13 @@ class _Given(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def give_earlier(sources: dict[str, tuple[str, str]], current: str) -> None:
-    """Resolve `kata.earlier.*` from `sources` (module name -> (file name, source)) from now on."""
+    """Resolve `kata.earlier.*` from `sources` (module name -> (file name, source)) from now on, and only
+    from them: the package's own finder (which reads the course's files) is taken out."""
+    importlib.import_module(EARLIER)  # its finder installs itself on import: installed now, then taken out
     for name in [n for n in sys.modules if n.startswith(EARLIER + ".")]:
         del sys.modules[name]
-    sys.meta_path.insert(0, _Given(sources, current))
+    sys.meta_path[:] = [_Given(sources, current),
+                        *(f for f in sys.meta_path if type(f).__module__ != EARLIER and not isinstance(f, _Given))]
 
 
 def remember(filename: str, source: str) -> None:

@@ -241,32 +241,43 @@ def fresh_tmpfs(libc: ctypes.CDLL, target: str, size: int, mountinfo: str, keep:
 
 def _fork_init(libc: ctypes.CDLL) -> int:
     """Fork the PID namespace's init, which forks the process that returns (PID 2) with the init's pid as
-    seen from outside (the process above the init tells it through a pipe). The init reaps what ends,
-    passes the signal that asks for the stack on to PID 2, and exits as PID 2 did: its status, or 128 +
-    the signal that killed it. Each process dies with its parent, and the one above the init exits likewise."""
+    seen from outside (the process above the init tells it through a pipe). The init mounts a /proc of the
+    namespace, reaps what ends, passes the signal that asks for the stack on to PID 2, and exits as PID 2 did:
+    its status, or 128 + the signal that killed it. Each process dies with its parent, and the one above the
+    init exits likewise. Neither of those two ever returns, whatever fails in it."""
     told, tell = os.pipe()
+    inherited = _open_descriptors() - {0, 1, 2}  # listed now: the init's /proc will not show the process above
     init = os.fork()
     if init:
-        os.write(tell, str(init).encode())
-        for fd in _open_descriptors() - {0, 1, 2}:  # the socket too: the judge sees its end close with the server
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        _wait_and_exit(init)
-    os.close(tell)
-    _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
-    # A /proc of this PID namespace: the processes above are not even listed. (Refused inside bubblewrap, whose
-    # /proc has parts covered; those processes are out of reach anyway: undumpable, another namespace.)
-    libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-    server = os.fork()
+        try:
+            os.write(tell, str(init).encode())
+            for fd in inherited:  # the socket too: the judge sees its end close with the server
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            _wait_and_exit(init)
+        finally:
+            os._exit(1)
+    try:
+        os.close(tell)
+        _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
+        # A /proc of this PID namespace: the processes above are not even listed. (Refused inside bubblewrap,
+        # whose /proc has parts covered; those processes are out of reach anyway: undumpable, another namespace.)
+        libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        server = os.fork()
+    except BaseException:
+        os._exit(1)
     if server == 0:
         _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
         with os.fdopen(told, "rb") as pipe:
             return int(pipe.read() or b"0")
-    signal.signal(signal.SIGUSR1, lambda *_: os.kill(server, signal.SIGUSR1))
-    for fd in _open_descriptors() - {0, 1, 2}:
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    _wait_and_exit(server)
+    try:
+        signal.signal(signal.SIGUSR1, lambda *_: os.kill(server, signal.SIGUSR1))
+        for fd in inherited | {told}:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _wait_and_exit(server)
+    finally:
+        os._exit(1)
 
 
 def _wait_and_exit(child: int) -> None:
