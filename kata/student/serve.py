@@ -273,16 +273,9 @@ class Server:
 
     # ---- the student's code, and the grader's functions it calls
 
-    @contextlib.contextmanager
     def _student_code(self):
-        """Where the student's code runs: the forbidden built-ins' mode on (advice), warnings shown as output."""
-        with warnings.catch_warnings():
-            warnings.simplefilter("default")
-            if self.mode is None:
-                yield
-            else:
-                with self.mode:
-                    yield
+        """Where the student's code runs: the forbidden built-ins' mode on (advice), if the kata has one."""
+        return self.mode if self.mode is not None else contextlib.nullcontext()
 
     def call_judge(self, callback: int, args: tuple, kwargs: dict):
         """Call the grader's function `callback` (lent to the student's code) and return what it returns,
@@ -360,6 +353,7 @@ def main(sock, *, filename: str, kata_id: str, forbidden: tuple[str, ...], earli
             channel.send({"stack": load.stack_frames(frame, server.files)})
 
     signal.signal(signal.SIGUSR1, stack)
+    warnings.simplefilter("default")  # every warning the student's code causes is shown, once per line
     warnings.showwarning = functools.partial(show_warning, frozenset({filename}))
     channel.send({"ready": report.to_dict()})
     try:

@@ -494,8 +494,9 @@ class RemoteObject:
         if name in cache:
             return cache[name]
         value = self._session.getattr(self, name)
-        # The module's functions and classes are looked up once: the graders call them again and again.
-        if self._module and isinstance(value, RemoteObject) and value._callable:
+        # Looked up once: the object's methods (`mine.eval`, `mine.load_state_dict`), and the module's functions
+        # and classes. The graders call them again and again; what the grader sets itself is looked up again.
+        if isinstance(value, RemoteMethod) or (self._module and isinstance(value, RemoteObject) and value._callable):
             cache[name] = value
         return value
 
