@@ -20,7 +20,7 @@ Memory: a Gradescope container has 768 MB unless the assignment's settings give 
 grading child that outgrows it would be killed with the whole autograder (no results at all). So each
 kata's memory limit is lowered to what the container leaves (its cgroup limit less RESERVE_MB for the
 `kata` process), and a submission that needs more gets the kata's "used more than ... of memory"
-message; the README gives each kata's measured need.
+message; docs/instructors.md gives each kata's measured need.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ PASSED = "passed"  # a check, a kata's outcome, a kata in the progress file
 FAILED = "failed"  # a check (a grader's assertion about the student's results failed), a kata's outcome
 NOT_IMPLEMENTED = "not-implemented"  # the stub's NotImplementedError: a check, a kata's outcome
 
-# Exit codes of `kata check` (documented in the README); the other commands use 0, 1, 2 and 130.
+# Exit codes of `kata check` (documented in docs/students.md); the other commands use 0, 1, 2 and 130.
 EXIT_PASSED = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2  # a usage or course error

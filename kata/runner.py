@@ -544,7 +544,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
             gone = event
     _gate(result)
     _score(kata, result, planned)
-    result.walls = session.get("walls") or {}
+    result.walls = (imported or {}).get("walls") or {}
     result.complete = "cpu" in result.devices and not any(c.status == protocol.SKIPPED for c in result.checks)
     finished = {c.id for c in result.checks}
     running = gone["check"] if gone else next((cid for cid in reversed(begun) if cid not in finished), None)

@@ -22,7 +22,7 @@ Ctrl-C during a check cancels that check (the grading process group is killed by
 session; Ctrl-C while waiting quits, like q.
 
 While the student edits, the next check's grading process is already started and waiting
-(`runner.Prepared`: torch, pytest and the graders loaded, the process sealed), so a save costs only
+(`runner.Prepared`: torch, pytest and the graders loaded, the student's process forked and walled), so a save costs only
 the checks themselves, not the second or more of importing torch. That process is forked from the
 session's warm zygote (`kata.pool`, one for the whole session: watch runs one grading process at a time),
 so a new one is ready a fraction of a second after each check, and costs a fork rather than another

@@ -199,7 +199,7 @@ def session(answer, deadline: float | None = None) -> remote.Session:
     if child == 0:  # a process to reap and kill, standing in for the student's
         signal.pause()
         os._exit(0)
-    return remote.Session(ours, remote.Process(child, child), filename="exercise.py", deadline=deadline)
+    return remote.Session(ours, remote.Process(child, child, walls={}), filename="exercise.py", deadline=deadline)
 
 
 MODULE = {"handle": 0, "type": "module", "mro": ["module", "object"], "callable": False}
@@ -252,7 +252,8 @@ def test_no_answer_by_the_deadline_is_a_timeout_with_the_stack_it_sent():
         while True:
             signal.pause()
     time.sleep(0.2)
-    s = remote.Session(ours, remote.Process(child, child), filename="exercise.py", deadline=time.monotonic() + 0.5)
+    s = remote.Session(ours, remote.Process(child, child, walls={}), filename="exercise.py",
+                       deadline=time.monotonic() + 0.5)
     with pytest.raises(remote.StudentGone) as info:
         s.load("source")
     gone = info.value
@@ -268,7 +269,7 @@ def test_a_process_that_ends_is_a_crash_with_its_own_status():
         theirs.close()
         os._exit(3)
     theirs.close()
-    s = remote.Session(ours, remote.Process(child, child), filename="exercise.py")
+    s = remote.Session(ours, remote.Process(child, child, walls={}), filename="exercise.py")
     with pytest.raises(remote.StudentGone) as info:
         s.load("source")
     assert info.value.kind == "crash" and "exit code 3" in info.value.message
@@ -309,3 +310,25 @@ def test_autograd_crosses_and_a_lent_function_is_called_back():
     (out * torch.tensor([1.0, 2.0])).sum().backward()
     assert torch.equal(x.grad, torch.tensor([3.0, 6.0]))
     s.close()
+
+
+def test_the_first_word_must_be_that_it_is_ready_with_its_walls():
+    """A new student's process says it is ready, and what its walls are, before anything else; the session
+    waits for that at its first request (the judge loads the graders meanwhile)."""
+    for first, kind in (({"ready": {"namespaces": True, "signal_pid": 0}}, None), ({"id": 1, "ok": True}, "protocol")):
+        ours, theirs = pair()
+        theirs.send(first)
+        FakeStudent(theirs, lambda header, _: ({"id": header["id"], "ok": True, "value": MODULE}, []))
+        child = os.fork()
+        if child == 0:
+            signal.pause()
+            os._exit(0)
+        s = remote.Session(ours, remote.Process(child, child), filename="exercise.py")
+        if kind is None:
+            assert s.ready() == {"namespaces": True} and s.process.signal_pid == child
+            assert isinstance(s.load("source"), remote.RemoteObject)
+            s.close()
+        else:
+            with pytest.raises(remote.StudentGone) as info:
+                s.load("source")
+            assert info.value.kind == kind and "ready" in info.value.message

@@ -137,7 +137,7 @@ def pytest_configure(config):
         cuda=cuda, cuda_device=torch.cuda.get_device_name(0) if cuda else None,
         devices=list(_state.devices), requested=wanted, available=list(devices["all"]), seed=seed,
         threads=torch.get_num_threads(), memory_mb=_prepared.get("memory_mb"),
-        cuda_checks_on_cpu=_state.cuda_checks_on_cpu, walls=session.process.walls,
+        cuda_checks_on_cpu=_state.cuda_checks_on_cpu,
     )
     # The reference is kept out of sys.modules: the graders get it from the `reference` fixture.
     spec = importlib.util.spec_from_file_location(f"kata_reference_{kata.module_name}", kata.solution)
@@ -202,6 +202,7 @@ def pytest_collection_modifyitems(session, config, items):
     if _state.budget is not None:
         _state.session.deadline = time.monotonic() + _state.budget
     status, record = _load_student()
+    record["walls"] = _state.session.process.walls or {}
     weights = [float(m.args[0]) if (m := item.get_closest_marker("weight")) else 1.0 for item in items]
     _state.writer.write("import", status=status, checks=len(items), weights=weights, diagnoses=known, **record)
     if status != protocol.IMPORT_OK:
@@ -260,7 +261,10 @@ def _known_diagnoses(items) -> list[str]:
 def _load_student() -> tuple[str, dict]:
     """Have the student's process run the student's file; a failure is the kata's outcome."""
     session = _state.session
-    walls = session.process.walls
+    try:
+        walls = session.ready()
+    except StudentGone as gone:
+        return _gone_status(gone), {"message": _gone_message(gone), "frames": [], "output": ""}
     if _state.require_walls and not (walls.get("namespaces") or walls.get("user") == "nobody"):
         return protocol.INTERNAL, {"message": "the student's process could not wall itself off here "
                                               f"({walls.get('problem')}): grading for credit needs namespaces of its "

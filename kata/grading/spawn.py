@@ -5,7 +5,8 @@ public code), but no grader, no reference solution of this kata and no hidden fi
 tensor operation (a fork after one is not safe). It forks now; the child becomes the student's process
 (`kata.student.serve`), which builds its walls and says it is ready with what they are. The judge then
 sets itself undumpable, so a process of the same user (the student's, where it could see this one) can
-neither trace it nor read its memory.
+neither trace it nor read its memory, and goes on loading the graders while the student's process builds its
+walls.
 """
 
 from __future__ import annotations
@@ -14,22 +15,16 @@ import contextlib
 import os
 import socket
 import sys
-import time
 import traceback
 
 from kata.course import Course, Kata
 from kata.grading import isolation
 from kata.student import serve  # imported here, before the fork: the child runs it at once
 from kata.toolkit.remote import Process, Session
-from kata.wire.frames import Channel, Closed, TimedOut, WireError
+from kata.wire.frames import Channel
 
-READY_WAIT_S = 60
 REPLY_HEADER_CAP = 64 * 1024 * 1024  # what one answer of the student's process may hold, at most
 REPLY_BUFFER_CAP = 1024 * 1024 * 1024
-
-
-class SpawnError(OSError):
-    """The student's process did not start."""
 
 
 def earlier_sources(course: Course, kata: Kata) -> dict[str, tuple[str, str]]:
@@ -48,7 +43,8 @@ def hidden_paths(course: Course, graders: str | None) -> list[str]:
 def start(course: Course, kata: Kata, filename: str, *, graders: str | None = None, memory_mb: int | None = None,
           output_limit: int = 4000) -> Session:
     """Fork the student's process for grading `kata` (its code will come as the file `filename`); the judge's
-    end of it, once it is ready. `SpawnError` if it is not."""
+    end of it. The process builds its walls meanwhile: the session waits for its word that it is ready (and
+    what its walls are) at its first request (`Session.ready`)."""
     ours, theirs = socket.socketpair()
     config = dict(filename=filename, kata_id=kata.id, forbidden=tuple(kata.forbidden),
                   earlier=earlier_sources(course, kata), hidden=hidden_paths(course, graders), memory_mb=memory_mb,
@@ -69,15 +65,6 @@ def start(course: Course, kata: Kata, filename: str, *, graders: str | None = No
                 sys.stderr.flush()
             os._exit(status)
     theirs.close()
-    channel = Channel(ours, max_header=REPLY_HEADER_CAP, max_total=REPLY_BUFFER_CAP)
-    try:
-        header, _ = channel.receive(time.monotonic() + READY_WAIT_S)
-        walls = header["ready"]
-        signal_pid = int(walls.pop("signal_pid"))
-    except (Closed, TimedOut, WireError, KeyError, TypeError, ValueError) as exc:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        raise SpawnError(f"the student's process did not start ({type(exc).__name__}: {exc})") from None
     isolation.undumpable()
-    return Session(channel, Process(pid, signal_pid or pid, walls), filename=filename, output_limit=output_limit)
+    channel = Channel(ours, max_header=REPLY_HEADER_CAP, max_total=REPLY_BUFFER_CAP)
+    return Session(channel, Process(pid, pid), filename=filename, output_limit=output_limit)

@@ -36,7 +36,7 @@ import time
 import types
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
@@ -44,6 +44,7 @@ from kata.wire.frames import Channel, Closed, TimedOut, WireError
 from kata.wire.values import Packer, Unpacker, oid
 
 STACK_WAIT_S = 1.0  # how long the judge waits for the stack after asking for it
+READY_WAIT_S = 60.0  # how long a new student's process may take to build its walls
 OUTPUT_CAP = 4000
 _LENT_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType)
 
@@ -97,11 +98,12 @@ class StudentGone(Exception):
 
 @dataclass
 class Process:
-    """The student's process as the judge knows it: the pid it reaps and the pid it signals."""
+    """The student's process as the judge knows it: the pid it reaps, the pid it signals, and its walls (as
+    it said once ready, `kata.student.walls.Report`)."""
 
     pid: int
     signal_pid: int
-    walls: dict = field(default_factory=dict)
+    walls: dict | None = None
     status: int | None = None
 
     def kill(self) -> None:
@@ -157,8 +159,7 @@ class Session:
         """Send a request and wait for its reply (serving the student's callbacks meanwhile); the reply and
         the unpacker of its values. A `StudentError` if the student's code raised; `StudentGone` if the process
         cannot answer."""
-        if self.gone is not None:
-            raise self.gone
+        self.ready()
         number = self._next
         self._next += 1
         header = {"id": number, "op": op, **fields}
@@ -195,6 +196,28 @@ class Session:
                 except WireError as exc:
                     self._lost("protocol", str(exc))
             return reply, unpacker
+
+    def ready(self) -> dict:
+        """The walls of the student's process, once it has said it is ready (waiting for that the first time);
+        `StudentGone` if it cannot answer."""
+        if self.gone is not None:
+            raise self.gone
+        if self.process.walls is None:
+            self.doing = "starting your code's process"
+            try:
+                header, _ = self.channel.receive(time.monotonic() + READY_WAIT_S)
+            except TimedOut:
+                self._lost("crash", "it did not start")
+            except Closed:
+                self._lost("crash")
+            except (WireError, OSError) as exc:
+                self._lost("protocol", str(exc))
+            walls = header.get("ready")
+            if not isinstance(walls, dict) or type(walls.get("signal_pid")) is not int:
+                self._lost("protocol", "its first word was not that it is ready")
+            self.process.signal_pid = walls.pop("signal_pid") or self.process.pid
+            self.process.walls = walls
+        return self.process.walls
 
     def value(self, reply: dict, unpacker: Unpacker, key: str = "value"):
         try:
