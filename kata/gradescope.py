@@ -29,6 +29,8 @@ import json
 import os
 import resource
 import stat
+import subprocess
+import sys
 import time
 import zipfile
 from dataclasses import replace
@@ -198,6 +200,7 @@ def selfcheck(course: Course, katas: list[Kata], scratch: Path) -> list[str]:
     folder = scratch / "references"
     folder.mkdir(parents=True, exist_ok=True)
     problems = []
+    raise_memory = " raise the autograder's memory in the assignment's Gradescope settings."
     for kata in katas:
         (folder / f"{kata.dirname}.py").write_text(strip_markers(kata.solution.read_text(encoding="utf-8")),
                                                    encoding="utf-8")
@@ -205,8 +208,20 @@ def selfcheck(course: Course, katas: list[Kata], scratch: Path) -> list[str]:
         grade = grade_kata(course, limited, Submission("reference", folder, folder),
                            isolate=isolation.probe().available)
         if grade.points != kata.points:
-            hint = (f" The container has {memory} MB, which leaves {limited.memory_mb} MB to a grading child: raise "
-                    "the autograder's memory in the assignment's Gradescope settings." if limited is not kata else "")
+            hint = (f" The container has {memory} MB, which leaves {limited.memory_mb} MB to a grading child:"
+                    f"{raise_memory}" if limited is not kata else "")
             problems.append(f"kata {kata.id}: its reference solution gets {grade.points:g} of {kata.points:g} points "
                             f"({grade.outcome}: {' '.join(grade.message.split())[:300]}).{hint}")
+    # The judge is not held to a kata's limit (only the student's process is): a container that cannot
+    # hold it beside `kata` would be killed whole at grading time, whatever the points above.
+    judge = judge_footprint_mb()
+    if memory is not None and judge + RESERVE_MB > memory:
+        problems.append(f"the judge alone, which imports torch, takes {judge} MB here, which with the {RESERVE_MB} MB "
+                        f"kept for `kata` does not fit the container's {memory} MB:{raise_memory}")
     return problems
+
+
+def judge_footprint_mb() -> int:
+    """The resident size of a process that imports what a judge imports before any check, measured here."""
+    code = "import resource, torch, pytest; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+    return int(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout) // 1024

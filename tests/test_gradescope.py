@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import zipfile
@@ -150,7 +151,8 @@ def test_setup_refuses_a_container_too_small_for_the_references(autograder):
 
     fits = selfcheck(GRADESCOPE_MEMORY_MB)
     assert fits.returncode == 0 and "every reference gets full marks here: 9.1" in fits.stdout, fits.stderr
-    small = selfcheck("260")  # leaves 60 MB: not even torch fits
+    small = selfcheck("260")  # the judge alone, which imports torch, needs more
     assert small.returncode == 1
-    assert "kata 9.1: its reference solution gets 0 of 10 points" in small.stderr
+    assert re.search(r"the judge alone, which imports torch, takes \d+ MB here, which with the 200 MB kept for `kata` "
+                     r"does not fit the container's 260 MB: raise the autograder's memory", small.stderr), small.stderr
     assert "raise the autograder's memory in the assignment's Gradescope settings" in small.stderr
