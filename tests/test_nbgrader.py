@@ -484,7 +484,8 @@ def test_full_marks_are_exact_whatever_the_number_of_checks():
     checks[-1].passed = False
     assert runtime.score_of(result, 10.0) == 10.0 * 16 / 18
     # A check a crash left unrun still counts in the total, so passing those that ran is not full marks.
-    assert runtime.score_of(SimpleNamespace(checks=checks[:4], outcome="crash", total_weight=18.0), 10.0) == 10.0 * 4 / 18
+    crashed = SimpleNamespace(checks=checks[:4], outcome="crash", total_weight=18.0)
+    assert runtime.score_of(crashed, 10.0) == 10.0 * 4 / 18
     assert runtime.score_of(SimpleNamespace(checks=[], outcome="internal-error", total_weight=0.0), 10.0) == 0.0
 
 
