@@ -465,10 +465,12 @@ def _verify_progress(kata_ids: tuple[str, ...], regrade: bool, as_json: bool) ->
 
 class _GradeGroup(click.Group):
     """`kata grade SUBMISSIONS ...` grades; `kata grade merge ...` merges shards: a first word that is not a
-    subcommand's name is the class folder."""
+    subcommand's name, or that names an existing folder, is the class folder."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or args[0] not in self.commands:
+        # "class" (the grading command's hidden name) is what many call the class folder, and a folder could be
+        # called "merge": a folder that exists is the class, never a subcommand.
+        if not args or args[0] not in self.commands or args[0] == "class" or Path(args[0]).is_dir():
             args = ["class", *args]
         return super().parse_args(ctx, args)
 

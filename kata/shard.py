@@ -41,6 +41,15 @@ def _read_shard(folder: Path) -> tuple[Shard, dict]:
     return Shard.parse(report["shard"]), report
 
 
+def _isolation(shards: list[tuple[Path, Shard, dict]]) -> str:
+    """What the shards' reports say of their isolation: theirs if one, else each shard's (one machine may
+    have had no sandbox or no memory cgroup: the merged report must not hide it)."""
+    said = sorted((shard.index, str(shard), report.get("isolation", "")) for _, shard, report in shards)
+    if len({isolation for _, _, isolation in said}) == 1:
+        return said[0][2]
+    return " | ".join(f"shard {name}: {isolation or 'not recorded'}" for _, name, isolation in said)
+
+
 def merge_shards(course: Course, out: Path, folders: list[Path]) -> ClassGrades:
     """The grades of the N shards in `folders`, written to `out` (reports and journal). A GradeError when
     they are not the N parts of one class (a shard missing or twice, other students or katas, or a kata
@@ -95,7 +104,8 @@ def merge_shards(course: Course, out: Path, folders: list[Path]) -> ClassGrades:
         for key in sorted(grades, key=order.__getitem__):
             journal.append(grades[key])
         submissions = [Submission(student, Path(source), None) for student, source in students]
-        state = ClassGrades(katas, submissions, grades, reused=len(grades), unreadable_lines=unreadable)
+        state = ClassGrades(katas, submissions, grades, reused=len(grades), unreadable_lines=unreadable,
+                            isolation=_isolation(shards))
         state.seconds = time.perf_counter() - started
         state.reports = write_reports(out, state)
         return state

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kata.grade import Shard
-from tests.conftest import copy_course
+from kata.course import load_course
+from kata.grade import JOURNAL, SCHEMA, Journal, KataGrade, Shard
+from kata.shard import merge_shards
+from tests.conftest import REPO, copy_course
 from tests.test_cli import kata_exe
 from tests.test_grade import planted, reference, write
 
@@ -82,6 +84,7 @@ def test_the_union_of_the_shards_is_the_unsharded_run(graded):
     assert union == whole  # outcomes, points, messages and every check's status and points
     merged = graded["merged"]
     assert unit_results(merged) == whole and merged["complete"] and merged["shard"] is None
+    assert merged["isolation"] == graded["whole"]["isolation"] and merged["isolation"].startswith("bubblewrap")
     assert [s["total"] for s in merged["students"]] == [s["total"] for s in graded["whole"]["students"]]
     for name in ("grades.csv", "katas.csv", "checks.csv"):
         def rows(folder: str, name: str = name) -> list[list[str]]:
@@ -173,3 +176,44 @@ def test_kata_grade_reads_as_one_command_with_merge_beside_it():
     assert "Usage: kata grade [OPTIONS] SUBMISSIONS" in bare.stderr and "Try 'kata grade --help'" in bare.stderr
     merge = subprocess.run([kata_exe(), "grade", "merge", "--help"], capture_output=True, text=True, timeout=60)
     assert merge.returncode == 0 and "Usage: kata grade merge [OPTIONS] OUT SHARD_DIRS..." in merge.stdout
+
+
+def test_a_class_folder_named_like_a_subcommand_is_graded(tmp_path):
+    """Many call the class folder `class`, the grading command's own hidden name; one could call it `merge`."""
+    env = {**os.environ, "KATA_COURSE": str(REPO)}
+    for name in ("class", "merge"):
+        (tmp_path / name).mkdir()
+        done = subprocess.run([kata_exe(), "grade", name], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                              env=env)
+        assert done.returncode == 2 and f"no student folders or .zip files in {tmp_path / name}" in done.stderr, \
+            done.stderr
+    absent = subprocess.run([kata_exe(), "grade", "class"], capture_output=True, text=True, timeout=60,
+                            cwd=tmp_path / "class", env=env)
+    assert absent.returncode == 2 and "'class' does not exist" in absent.stderr, absent.stderr
+
+
+def test_the_merge_carries_the_isolation_the_shards_recorded(tmp_path):
+    students = [f"student-{i}" for i in range(6)]
+    safe, unsafe = "bubblewrap 0.8.0: ...; a memory cgroup per unit", "none (--unsafe-no-sandbox); ..."
+
+    def shards(run: str, isolations: list[str]) -> list[Path]:
+        folders = []
+        for index, isolation in enumerate(isolations):
+            shard, folder = Shard(index, len(isolations)), tmp_path / run / f"shard-{index}"
+            folder.mkdir(parents=True)
+            for student in students:
+                if shard.holds(student, "9.1"):
+                    Journal(folder / JOURNAL).append(KataGrade(student, "9.1", "passed", 10.0, 10.0,
+                                                               isolation=isolation))
+            (folder / "grades.json").write_text(json.dumps({
+                "schema": SCHEMA, "shard": str(shard), "katas": [{"id": "9.1"}], "isolation": isolation,
+                "students": [{"student": s, "source": f"/class/{s}"} for s in students]}))
+            folders.append(folder)
+        return folders
+
+    course = load_course(REPO)
+    same = merge_shards(course, tmp_path / "same-out", shards("same", [safe, safe]))
+    assert same.complete and same.isolation == safe
+    assert json.loads((tmp_path / "same-out" / "grades.json").read_text())["isolation"] == safe
+    mixed = merge_shards(course, tmp_path / "mixed-out", shards("mixed", [safe, unsafe, safe]))
+    assert mixed.isolation == f"shard 0/3: {safe} | shard 1/3: {unsafe} | shard 2/3: {safe}"
