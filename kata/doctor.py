@@ -56,7 +56,9 @@ def rows() -> list[tuple[str, str, bool]]:
 
     support = isolation.probe()
     found.append(("your code's walls", walls_trial(), True))
-    found.append(("isolation (kata grade)", support.describe(), True))  # students' laptops need none
+    # `kata grade` refuses to grade without it: an instructor must see ✗ here, with the fix, not find out then.
+    found.append(("isolation (kata grade)", support.describe() if support.available else
+                  f"none, `kata grade` will refuse to grade: {support.problem}", support.available))
     found.append(("memory limit (kata grade)", cgroup.probe().describe(), True))
     if course is not None:
         problem = sandboxed_problem(course)

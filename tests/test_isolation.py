@@ -553,3 +553,17 @@ def test_kata_doctor_says_which_isolation_there_is(tmp_path):
     assert "not installed" in rows["without bwrap"] and "apt-get install bubblewrap" in rows["without bwrap"]
     assert "uid map: Permission denied" in rows["restricted"]
     assert "kernel.apparmor_restrict_unprivileged_userns=0" in rows["restricted"]
+
+
+def test_kata_doctor_fails_where_kata_grade_would_refuse(tmp_path):
+    """No bwrap on PATH: `kata grade` refuses to grade, so doctor must not say ✓ and exit 0."""
+    env = {**os.environ, "KATA_COURSE": str(REPO), "PATH": str(tmp_path)}
+    done = subprocess.run([kata_exe(), "doctor", "--json"], capture_output=True, text=True, timeout=300, env=env)
+    report = json.loads(done.stdout)
+    row = next(c for c in report["checks"] if c["name"] == "isolation (kata grade)")
+    assert done.returncode == 1 and not report["ok"] and not row["ok"]
+    assert "`kata grade` will refuse" in row["value"] and "sudo apt-get install bubblewrap" in row["value"]
+    shown = subprocess.run([kata_exe(), "doctor"], capture_output=True, text=True, timeout=300,
+                           env={**env, "COLUMNS": "300"})
+    line = next(line for line in shown.stdout.splitlines() if "isolation (kata grade)" in line)
+    assert shown.returncode == 1 and "✗" in line and "apt-get install bubblewrap" in line
