@@ -503,22 +503,28 @@ def _export_options(function):
         click.option("--roster", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None,
                      help="A CSV of the LMS's students (a Canvas gradebook export will do) mapping folder names "
                           "to LMS ids: see docs/instructors.md."),
+        click.option("--absent-blank", is_flag=True,
+                     help="Leave the LMS grade of a roster student who handed nothing in blank (the LMS keeps what "
+                          "it had) rather than 0."),
     ]):
         function = option(function)
     return function
 
 
 def _lms_exports(course: Course, state, out: Path, formats: tuple[str, ...], assignment: str | None, per_kata: bool,
-                 roster) -> None:
-    """Write the LMS gradebooks asked for beside the reports (listed in state.reports)."""
+                 roster, absent_blank: bool, console) -> None:
+    """Write the LMS gradebooks asked for beside the reports (listed in state.reports), and say who on the
+    roster handed nothing in."""
     from kata import lms
 
     if "canvas" in formats:
         state.reports[lms.CANVAS_FILE] = lms.write_canvas(out, state, assignment=assignment or course.title,
-                                                          per_kata=per_kata, roster=roster)
+                                                          per_kata=per_kata, roster=roster, absent_blank=absent_blank)
+        if roster is not None and roster.absent:
+            render.absent_from_lms(console, lms.CANVAS_FILE, [who.student for who in roster.absent], absent_blank)
 
 
-def _read_roster(formats: tuple[str, ...], roster: Path | None, students: list[str]):
+def _read_roster(formats: tuple[str, ...], roster: Path | None, students: list[str], whole_class: bool = True):
     """The roster's match of every student, checked before any grading (so a typo costs no hours)."""
     from kata import grade as grading
     from kata import lms
@@ -526,7 +532,7 @@ def _read_roster(formats: tuple[str, ...], roster: Path | None, students: list[s
     if roster is None or not formats:
         return None
     try:
-        return lms.match_roster(students, lms.read_roster(roster))
+        return lms.match_roster(students, lms.read_roster(roster), whole_class=whole_class)
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
 
@@ -558,7 +564,7 @@ def grade() -> None:
 def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], students: tuple[str, ...],
                 jobs: int | None, restart: bool, shard_text: str | None, unsafe_no_sandbox: bool,
                 formats: tuple[str, ...], assignment: str | None, per_kata: bool, roster: Path | None,
-                as_json: bool) -> None:
+                absent_blank: bool, as_json: bool) -> None:
     """For instructors: grade every student's folder (or .zip) in SUBMISSIONS against the katas.
 
     Each graded unit runs in a bubblewrap sandbox (`kata doctor` says whether there is one). Writes
@@ -582,7 +588,8 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
         raise UsageError(str(exc)) from None
     if not found:
         raise UsageError(f"no student folders or .zip files in {submissions}")
-    matched = _read_roster(formats, roster, [s.student for s in found])
+    # With --student only some are graded: the others on the roster are not absent.
+    matched = _read_roster(formats, roster, [s.student for s in found], whole_class=not students)
     console = render.make_console(stderr=as_json)
     grading.interrupt_on("SIGTERM", "SIGHUP")
     try:
@@ -592,7 +599,7 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
                                         unsafe_no_sandbox=unsafe_no_sandbox)
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
-    _lms_exports(course, state, out, formats, assignment, per_kata, matched)
+    _lms_exports(course, state, out, formats, assignment, per_kata, matched, absent_blank, console)
     if as_json:
         emit("grade", {**grading.report_json(state), "out": str(out)})
     else:
@@ -606,7 +613,7 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
 @_export_options
 @json_option
 def grade_merge(out: Path, shard_dirs: tuple[Path, ...], formats: tuple[str, ...], assignment: str | None,
-                per_kata: bool, roster: Path | None, as_json: bool) -> None:
+                per_kata: bool, roster: Path | None, absent_blank: bool, as_json: bool) -> None:
     """Put together the output folders of `kata grade --shard I/N` (all N of them) into OUT: the usual
     reports, and one journal that `kata grade SUBMISSIONS --out OUT` goes on from.
 
@@ -622,12 +629,13 @@ def grade_merge(out: Path, shard_dirs: tuple[Path, ...], formats: tuple[str, ...
         state = merge_shards(course, out, [d.resolve() for d in shard_dirs])
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
+    console = render.make_console(stderr=as_json)
     _lms_exports(course, state, out, formats, assignment, per_kata,
-                 _read_roster(formats, roster, [s.student for s in state.submissions]))
+                 _read_roster(formats, roster, [s.student for s in state.submissions]), absent_blank, console)
     if as_json:
         emit("grade", {**grading.report_json(state), "out": str(out)})
     else:
-        render.grade_summary(render.make_console(), state, state.reports, out)
+        render.grade_summary(console, state, state.reports, out)
     sys.exit(0 if state.complete and not state.internal_errors else 1)
 
 

@@ -590,11 +590,16 @@ def _run_units_with(course: Course, todo: list[tuple[Kata, Submission]], fingerp
 
 
 def _cell(text: str, limit: int = 300) -> str:
-    """Text for a spreadsheet cell: one line, and never read as a formula (a student's message could
-    start with "=")."""
+    """Free text for a spreadsheet cell: one line, clipped."""
     line = " ".join(text.split())
-    line = line if len(line) <= limit else line[: limit - 1] + "…"
-    return "'" + line if line[:1] in ("=", "+", "-", "@") else line
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def no_formulas(rows: list[list]) -> list[list]:
+    """The rows with no text cell a spreadsheet would read as a formula: any of them can hold a name the
+    student chose (a folder, a file, a message), so every column is escaped, not only the ones that usually do."""
+    return [[f"'{c}" if isinstance(c, str) and c[:1] in ("=", "+", "-", "@", "\t", "\r") else c for c in row]
+            for row in rows]
 
 
 def report_rows(state: ClassGrades) -> dict[str, list[list]]:
@@ -619,7 +624,7 @@ def report_rows(state: ClassGrades) -> dict[str, list[list]]:
                         _number(c["points"]), _number(c["worth"]), _cell(c["message"])] for c in grade.checks]
         grades.append([*row, _number(state.student_total(submission.student)), _number(state.max_total),
                        "yes" if complete else "no"])
-    return {"grades.csv": grades, "katas.csv": katas, "checks.csv": checks}
+    return {"grades.csv": no_formulas(grades), "katas.csv": no_formulas(katas), "checks.csv": no_formulas(checks)}
 
 
 def _number(value: float) -> float | int:

@@ -17,7 +17,8 @@ Students map to Canvas ids through an optional roster: a CSV with Student, ID, S
 and Section columns (Canvas's own gradebook export is one) and, optionally, a `Folder` column. A
 submission belongs to the row whose Folder, else SIS Login ID, else SIS User ID, else ID equals its
 name in the class folder. Without a roster, rows carry the folder name as `Student` only, and Canvas
-matches them by name."""
+matches them by name. A roster student with no folder handed nothing in: their row gives 0 (a row left
+out would keep whatever Canvas had), or blank if the instructor asks."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ import io
 from dataclasses import dataclass
 from pathlib import Path
 
-from kata.grade import ClassGrades, GradeError, _cell, _number, _replace
+from kata.grade import ClassGrades, GradeError, _cell, _number, _replace, no_formulas
 
 CANVAS_FILE = "canvas.csv"
 IDENTITY = ("Student", "ID", "SIS User ID", "SIS Login ID", "Section")
@@ -61,15 +62,28 @@ def read_roster(path: Path) -> list[dict[str, str]]:
             if "Points Possible" not in (row.get("Student") or "")]
 
 
-def match_roster(students: list[str], roster: list[dict[str, str]]) -> dict[str, CanvasStudent]:
-    """The Canvas identity of each student (folder name); a GradeError naming every folder the roster lacks
-    or matches twice."""
+@dataclass(frozen=True)
+class Roster:
+    """The roster matched to the class folder."""
+
+    students: dict[str, CanvasStudent]  # by folder name
+    absent: list[CanvasStudent]  # on the roster, with no folder: nothing handed in (empty unless `whole_class`)
+
+
+def _canvas_student(row: dict[str, str], name: str) -> CanvasStudent:
+    return CanvasStudent(row.get("Student") or name, row.get("ID", ""), row.get("SIS User ID", ""),
+                         row.get("SIS Login ID", ""), row.get("Section", ""))
+
+
+def match_roster(students: list[str], roster: list[dict[str, str]], *, whole_class: bool = True) -> Roster:
+    """The Canvas identity of each student (folder name), and, when `students` is the `whole_class`, the roster's
+    students who handed nothing in; a GradeError naming every folder the roster lacks or matches twice."""
     by_column: dict[str, dict[str, list[dict[str, str]]]] = {column: {} for column in MATCHED_BY}
     for row in roster:
         for column in MATCHED_BY:
             if row.get(column):
                 by_column[column].setdefault(row[column], []).append(row)
-    found, unknown, ambiguous = {}, [], []
+    found, unknown, ambiguous, matched = {}, [], [], set()
     for student in students:
         rows = next((by_column[c][student] for c in MATCHED_BY if student in by_column[c]), [])
         if not rows:
@@ -77,9 +91,8 @@ def match_roster(students: list[str], roster: list[dict[str, str]]) -> dict[str,
         elif len(rows) > 1:
             ambiguous.append(student)
         else:
-            row = rows[0]
-            found[student] = CanvasStudent(row.get("Student") or student, row.get("ID", ""), row.get("SIS User ID", ""),
-                                           row.get("SIS Login ID", ""), row.get("Section", ""))
+            matched.add(id(rows[0]))
+            found[student] = _canvas_student(rows[0], student)
     problems = []
     if unknown:
         problems.append(f"not on the roster: {', '.join(unknown)} (looked in its {', '.join(MATCHED_BY)} columns)")
@@ -87,30 +100,36 @@ def match_roster(students: list[str], roster: list[dict[str, str]]) -> dict[str,
         problems.append(f"on the roster more than once: {', '.join(ambiguous)}")
     if problems:
         raise GradeError("; ".join(problems))
-    return found
+    absent = [_canvas_student(row, next(row[c] for c in MATCHED_BY if row.get(c))) for row in roster
+              if whole_class and id(row) not in matched and any(row.get(c) for c in MATCHED_BY)]
+    return Roster(found, absent)
 
 
-def canvas_rows(state: ClassGrades, *, assignment: str, per_kata: bool = False,
-                roster: dict[str, CanvasStudent] | None = None) -> list[list]:
+def canvas_rows(state: ClassGrades, *, assignment: str, per_kata: bool = False, roster: Roster | None = None,
+                absent_blank: bool = False) -> list[list]:
     """The gradebook CSV's rows: the header, Points Possible, then a row per student. One column for the
-    assignment (the graded katas' total) or, `per_kata`, one per kata titled "<assignment>: <id> <title>"."""
+    assignment (the graded katas' total) or, `per_kata`, one per kata titled "<assignment>: <id> <title>".
+    The roster's absent students (nothing handed in) get 0, or, `absent_blank`, a blank Canvas leaves alone."""
     columns = ([(f"{assignment}: {k.id} {k.title}", [k]) for k in state.katas] if per_kata
                else [(assignment, list(state.katas))])
     rows = [[*IDENTITY, *[name for name, _ in columns]],
             ["Points Possible", "", "", "", "", *[_number(sum(k.points for k in katas)) for _, katas in columns]]]
     for submission in state.submissions:
-        who = (roster or {}).get(submission.student) or CanvasStudent(submission.student)
+        who = (roster.students if roster else {}).get(submission.student) or CanvasStudent(submission.student)
         cells = []
         for _, katas in columns:
             grades = [state.grades.get((submission.student, k.id)) for k in katas]
             # A column is its katas' points, blank until every one of them is graded (Canvas keeps blank cells).
             cells.append("" if None in grades else _number(sum(g.points for g in grades)))
         rows.append([*who.cells(), *cells])
-    return rows
+    # Left out, an absent student would keep whatever Canvas had: most often no grade, never the 0 they earned.
+    rows += [[*who.cells(), *["" if absent_blank else 0] * len(columns)] for who in (roster.absent if roster else [])]
+    return no_formulas(rows)
 
 
 def write_canvas(out: Path, state: ClassGrades, *, assignment: str, per_kata: bool = False,
-                 roster: dict[str, CanvasStudent] | None = None) -> Path:
+                 roster: Roster | None = None, absent_blank: bool = False) -> Path:
     buffer = io.StringIO()
-    csv.writer(buffer).writerows(canvas_rows(state, assignment=assignment, per_kata=per_kata, roster=roster))
+    csv.writer(buffer).writerows(canvas_rows(state, assignment=assignment, per_kata=per_kata, roster=roster,
+                                             absent_blank=absent_blank))
     return _replace(out / CANVAS_FILE, buffer.getvalue())

@@ -752,6 +752,12 @@ def wrote(where: str | Path, what: str) -> None:
     click.echo(f"wrote {where}: {what}")
 
 
+def absent_from_lms(console: Console, file: str, students: list[str], blank: bool) -> None:
+    """Who on the roster handed nothing in, and what the LMS gradebook gives them."""
+    given = "left blank (the LMS keeps what it had)" if blank else "0 (--absent-blank leaves them blank)"
+    console.print(f"{file}: {len(students)} on the roster handed nothing in, {given}: {', '.join(students)}")
+
+
 def gradescope_output(results: dict) -> None:
     """`kata gradescope run`: the submission's feedback, for run_autograder's log."""
     click.echo(results["output"])

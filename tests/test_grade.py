@@ -18,11 +18,11 @@ import pytest
 from filelock import FileLock
 
 from kata.course import load_course
-from kata.grade import Submission, find_submissions
+from kata.grade import ClassGrades, KataGrade, Submission, find_submissions, report_rows
 from kata.grading import cgroup, isolation
 from kata.stubs import strip_markers
 from kata.verify import with_mistake
-from tests.conftest import copy_course
+from tests.conftest import REPO, copy_course
 from tests.test_cli import kata_exe
 from tests.test_course import edit_toml
 
@@ -280,3 +280,22 @@ def test_the_shallowest_file_counts_and_zips_stay_inside(tmp_path):
     bea = subs[1]
     assert sorted(p.name for p in bea.folder.rglob("*.py")) == ["9.1-softmax.py"]
     assert not (tmp_path / "escaped.py").exists() and not list(tmp_path.glob("*/escaped.py"))
+
+
+def test_no_column_of_the_reports_holds_a_formula():
+    """Every text cell can carry what a student chose: a file in a folder named `=HYPERLINK(...)`, say."""
+    course = load_course(REPO)
+    evil = "=HYPERLINK(\"http://x\")/9.1-softmax.py"
+    grade = KataGrade("ann", "9.1", "@outcome", 0.0, 10.0, "-message", file=evil, sha256="+sha",
+                      isolation="-isolation", checks=[{"id": "=id", "title": "t", "status": "+s", "points": 0,
+                                                      "worth": 1, "message": "\tm"}])
+    state = ClassGrades([course.find("9.1")], [Submission("ann", Path("ann"), None)], {grade.key: grade})
+    rows = report_rows(state)
+    katas = dict(zip(rows["katas.csv"][0], rows["katas.csv"][1], strict=True))
+    assert katas["file"] == "'" + evil and katas["outcome"] == "'@outcome" and katas["sha256"] == "'+sha"
+    assert katas["message"] == "'-message" and katas["isolation"] == "'-isolation"
+    checks = dict(zip(rows["checks.csv"][0], rows["checks.csv"][1], strict=True))
+    assert (checks["check"], checks["status"]) == ("'=id", "'+s")
+    cells = [c for table in rows.values() for row in table for c in row if isinstance(c, str)]
+    assert not [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
+    assert rows["grades.csv"][1][1:3] == [0, 0], "numbers stay numbers"

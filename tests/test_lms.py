@@ -10,7 +10,7 @@ import pytest
 
 from kata.course import load_course
 from kata.grade import ClassGrades, GradeError, KataGrade, Submission
-from kata.lms import canvas_rows, match_roster, read_roster, write_canvas
+from kata.lms import CanvasStudent, Roster, canvas_rows, match_roster, read_roster, write_canvas
 from tests.conftest import REPO
 
 
@@ -63,7 +63,8 @@ def test_the_roster_maps_folders_to_canvas_ids(state, tmp_path):
         match_roster(["ann"], rows)
     rows[-1]["SIS Login ID"] = ""
     found = match_roster([s.student for s in state.submissions], rows)
-    assert (found["ann"].id, found["ben"].id, found["=cmd|' /C calc'!A0"].id) == ("2001", "2002", "2004")
+    assert [(k, v.id) for k, v in found.students.items()] == [("ann", "2001"), ("ben", "2002"),
+                                                              ("=cmd|' /C calc'!A0", "2004")]
     path = write_canvas(tmp_path, state, assignment="Katas (555)", roster=found)
     with open(path, newline="", encoding="utf-8") as f:
         written = list(csv.reader(f))
@@ -76,3 +77,23 @@ def test_a_roster_without_id_columns_is_refused(tmp_path):
     roster.write_text("Name,Email\nAnn,ann@uni.edu\n")
     with pytest.raises(GradeError, match="has none of the columns Folder, SIS Login ID"):
         read_roster(roster)
+
+
+def test_no_canvas_column_holds_a_formula(state):
+    roster = Roster({"ann": CanvasStudent("Lee, Ann", "=1+2", "@u1", "+ann", "-A")}, [])
+    rows = canvas_rows(state, assignment="=Katas", roster=roster)
+    assert rows[0][5] == "'=Katas" and rows[2][:5] == ["Lee, Ann", "'=1+2", "'@u1", "'+ann", "'-A"]
+
+
+def test_a_roster_student_who_handed_nothing_in_gets_0_or_a_blank(state, tmp_path):
+    roster = tmp_path / "export.csv"
+    roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section\n\"Lee, Ann\",2001,u1,ann,A\n"
+                      "\"Bo, Ben\",2002,u2,ben,B\n\"Cy, Cy\",2003,u3,cy,A\n,,,,\n", encoding="utf-8")
+    found = match_roster(["ann", "ben"], read_roster(roster))
+    assert found.absent == [CanvasStudent("Cy, Cy", "2003", "u3", "cy", "A")], "a row naming no one is no one"
+    state = ClassGrades(state.katas, state.submissions[:2], state.grades)
+    assert canvas_rows(state, assignment="K", roster=found)[4] == ["Cy, Cy", "2003", "u3", "cy", "A", 0]
+    assert canvas_rows(state, assignment="K", roster=found, per_kata=True)[4][5:] == [0, 0]
+    assert canvas_rows(state, assignment="K", roster=found, absent_blank=True)[4][5:] == [""]
+    one = match_roster(["ann"], read_roster(roster), whole_class=False)  # `kata grade --student ann`
+    assert one.absent == [] and len(canvas_rows(state, assignment="K", roster=one)) == 4

@@ -54,7 +54,8 @@ def graded(tmp_path_factory):
     roster.write_text("Student,ID,SIS User ID,SIS Login ID,Section,Old quiz (77)\n"
                       "    Points Possible,,,,,5\n"
                       "\"Liddell, Alice\",101,S-1,alice,Mon,4\n\"Builder, Bob\",102,S-2,bob,Tue,5\n"
-                      "\"Carroll, Carol\",103,S-3,carol,Mon,3\n\"Dee, Dave\",104,S-4,dave,Tue,\n")
+                      "\"Carroll, Carol\",103,S-3,carol,Mon,3\n\"Dee, Dave\",104,S-4,dave,Tue,\n"
+                      "\"Absent, Eve\",105,S-5,eve,Wed,2\n")  # no folder: handed nothing in
     env = {**os.environ, "KATA_COURSE": str(root), "KATA_PROGRESS": str(base / "p.json")}
     canvas = ("--format", "canvas", "--roster", str(roster), "--assignment", "Katas (555)")
     whole = kata("grade", str(folder), "--katas", "9.1,9.2", "--jobs", "2", "--out", str(base / "whole"), "--json",
@@ -70,7 +71,7 @@ def graded(tmp_path_factory):
                   "--json", *canvas, env=env)
     assert merged.returncode == 0, merged.stderr[-3000:]
     return {"base": base, "folder": folder, "env": env, "whole": json.loads(whole.stdout), "shards": shards,
-            "merged": json.loads(merged.stdout)}
+            "merged": json.loads(merged.stdout), "said": {"whole": whole.stderr, "merged": merged.stderr}}
 
 
 def test_the_union_of_the_shards_is_the_unsharded_run(graded):
@@ -121,7 +122,10 @@ def test_the_canvas_gradebook_maps_students_through_the_roster(graded):
         assert rows[2:] == [["Liddell, Alice", "101", "S-1", "alice", "Mon", "20"],
                             ["Builder, Bob", "102", "S-2", "bob", "Tue", "10.9783"],  # 7.5 + 10 * 8/23
                             ["Carroll, Carol", "103", "S-3", "carol", "Mon", "0"],
-                            ["Dee, Dave", "104", "S-4", "dave", "Tue", "0"]]
+                            ["Dee, Dave", "104", "S-4", "dave", "Tue", "0"],
+                            ["Absent, Eve", "105", "S-5", "eve", "Wed", "0"]]  # left out, she would keep no grade
+        assert "canvas.csv: 1 on the roster handed nothing in, 0 (--absent-blank leaves them blank): Absent, Eve" \
+            in " ".join(graded["said"][folder].split())
 
 
 def test_merge_refuses_what_is_not_the_n_shards_of_one_class(graded, tmp_path):
