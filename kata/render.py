@@ -800,7 +800,8 @@ def nbgrader_exported(katas: list[Kata], report) -> None:
     click.echo("\nNext, in that folder, with this Python environment active:")
     for line in (
         "nbgrader validate source/*/*.ipynb        # optional: each notebook's reference gets full marks",
-        f"nbgrader generate_assignment {first}    # release (\"*\" releases every assignment)",
+        f"nbgrader generate_assignment {first}    # release" + ("; \"*\" releases every assignment" if not report.gives
+                                                             else ", in course order (see the warnings)"),
         f"nbgrader collect {first}                # or copy into submitted/<student>/{first}/",
         f"nbgrader autograde {first}",
         f"nbgrader generate_feedback {first}",

@@ -31,7 +31,7 @@ from kata.nbgrader.notebook import DELIMITERS, given_katas
 from kata.runner import run_kata
 from kata.stubs import derive_stub, strip_markers
 from kata.verify import with_mistake
-from tests.conftest import copy_course
+from tests.conftest import REPO, copy_course
 from tests.forgers import attacks
 
 # The round trip grades these katas: one on its own, one that builds on earlier katas (given code).
@@ -140,6 +140,36 @@ def test_given_code_follows_the_imports(tmp_path):
     assert given_katas(course, course.find("9.1")) == []
 
 
+def test_the_export_warns_which_assignment_gives_which_earlier_answer(tmp_path):
+    course = load_course(copy_course(tmp_path / "course"))
+    katas = [course.find(i) for i in ("9.1", "9.2", "9.3", "9.4")]
+    report = export_course(course, tmp_path / "nb", katas)
+    assert report.gives == {"9.3-attention": ["9.1"], "9.4-multi-head-attention": ["9.1", "9.3"]}
+    assert report.warnings == [
+        "9.3-attention gives the reference solution of kata 9.1 (9.1-softmax) as code: release it only after "
+        "that kata's deadline",
+        "9.4-multi-head-attention gives the reference solution of kata 9.1 (9.1-softmax), 9.3 (9.3-attention) as "
+        "code: release it only after the deadlines of those katas"]
+    alone = export_course(course, tmp_path / "alone", [course.find("9.3")])
+    assert alone.warnings[0].startswith("9.3-attention gives the reference solution of kata 9.1 (not in this export)")
+    grouped = export_course(course, tmp_path / "grouped", katas, assignment="hw")
+    assert grouped.warnings == ["hw gives the reference solution of kata 9.1, 9.3, which it also grades: its "
+                                "students get that answer with the kata; export with one assignment per kata "
+                                "instead (no --assignment)"]
+    assert export_course(course, tmp_path / "first", [course.find("9.1"), course.find("9.2")]).warnings == []
+
+
+def test_the_docs_say_which_assignment_gives_which_earlier_answer():
+    course = load_course(REPO)
+    text = (REPO / "docs" / "instructors.md").read_text()
+    table = text.split("| assignment | gives the reference solutions of |\n|---|---|\n")[1].split("\n\n")[0]
+    said = {}
+    for line in table.splitlines():
+        names, gives = (c.strip() for c in line.strip("|").split("|"))
+        said.update({name: [] if gives == "nothing" else gives.split(", ") for name in names.split(", ")})
+    assert said == {k.dirname: [g.id for g in given_katas(course, k)] for k in course.katas}
+
+
 def test_export_refuses_to_overwrite_changed_files(tmp_path):
     course = load_course(copy_course(tmp_path / "course"))
     export_course(course, tmp_path / "nb", [course.find("9.1")])
@@ -160,6 +190,9 @@ def test_cli_export_with_one_assignment(tmp_path, course_root):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["assignments"] == {"homework": ["9.1", "9.3"]}
+    assert report["gives_references"] == {"homework": ["9.1"]}  # 9.3's notebook gives 9.1's answer: say so
+    assert "warning: homework gives the reference solution of kata 9.1, which it also grades" in " ".join(
+        result.stderr.split())
     assert sorted(p.name for p in (tmp_path / "nb" / "source" / "homework").iterdir()) == [
         "9.1-softmax.ipynb", "9.3-attention.ipynb"]
 

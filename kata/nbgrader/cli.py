@@ -51,6 +51,8 @@ def export_command(dest: Path, per_kata: bool, assignment: str | None, keys: tup
         report = export_course(course, dest, katas, assignment=assignment, force=force)
     except (ExportError, NotebookError) as exc:
         raise UsageError(str(exc)) from None
+    for warning in report.warnings:
+        render.warning(warning)
     if as_json:
         emit("nbgrader-export", report.to_dict())
         return

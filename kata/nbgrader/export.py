@@ -19,7 +19,7 @@ import nbformat
 from kata.course import Course, Kata
 from kata.nbgrader.config import nbgrader_config
 from kata.nbgrader.kernel import checksum
-from kata.nbgrader.notebook import NotebookError, build_notebook
+from kata.nbgrader.notebook import NotebookError, build_notebook, given_katas
 
 CONFIG_FILE = "nbgrader_config.py"
 SOURCE_DIR = "source"
@@ -36,10 +36,13 @@ class Export:
     assignments: dict[str, list[str]] = field(default_factory=dict)  # assignment -> its notebooks' kata ids
     written: list[Path] = field(default_factory=list)
     unchanged: list[Path] = field(default_factory=list)
+    gives: dict[str, list[str]] = field(default_factory=dict)  # assignment -> earlier katas whose reference it gives
+    warnings: list[str] = field(default_factory=list)  # what releasing the assignments would hand out
 
     def to_dict(self) -> dict:
         return {"root": str(self.root), "assignments": self.assignments,
-                "written": [str(p) for p in self.written], "unchanged": [str(p) for p in self.unchanged]}
+                "written": [str(p) for p in self.written], "unchanged": [str(p) for p in self.unchanged],
+                "gives_references": self.gives, "warnings": self.warnings}
 
 
 def assignment_plan(katas: list[Kata], assignment: str | None = None) -> dict[str, list[Kata]]:
@@ -49,6 +52,37 @@ def assignment_plan(katas: list[Kata], assignment: str | None = None) -> dict[st
     if not _ASSIGNMENT.match(assignment):
         raise ExportError(f"assignment name {assignment!r}: use letters, digits, '.', '_' or '-'")
     return {assignment: list(katas)}
+
+
+def given_references(course: Course, plan: dict[str, list[Kata]]) -> dict[str, list[Kata]]:
+    """The earlier katas whose reference solutions each assignment's notebooks give as code (in course order):
+    releasing the assignment hands out those katas' answers."""
+    gives = {}
+    for name, members in plan.items():
+        ids = {k.id for member in members for k in given_katas(course, member)}
+        if ids:
+            gives[name] = [k for k in course.katas if k.id in ids]
+    return gives
+
+
+def release_warnings(plan: dict[str, list[Kata]], gives: dict[str, list[Kata]]) -> list[str]:
+    """What an instructor must know before releasing: which assignment carries which earlier kata's answer,
+    and so may be released only after that kata's deadline (or never, when it is graded in the same one)."""
+    holder = {k.id: name for name, members in plan.items() for k in members}
+    lines = []
+    for name, earlier in gives.items():
+        inside = [k for k in earlier if holder.get(k.id) == name]
+        before = [k for k in earlier if holder.get(k.id) != name]
+        if before:
+            named = ", ".join(f"{k.id} ({holder.get(k.id, 'not in this export')})" for k in before)
+            whose = "that kata's deadline" if len(before) == 1 else "the deadlines of those katas"
+            lines.append(f"{name} gives the reference solution of kata {named} as code: release it only after "
+                         f"{whose}")
+        if inside:
+            lines.append(f"{name} gives the reference solution of kata {', '.join(k.id for k in inside)}, which "
+                         "it also grades: its students get that answer with the kata; export with one assignment "
+                         "per kata instead (no --assignment)")
+    return lines
 
 
 def notebook_path(assignment: str, kata: Kata) -> Path:
@@ -87,7 +121,10 @@ def export_course(course: Course, dest: Path, katas: list[Kata] | None = None, *
         listed = "\n  ".join(str(dest / p) for p in changed)
         raise ExportError(f"these files exist with other content (add --force to replace them):\n  {listed}")
     plan = assignment_plan(katas, assignment)
-    report = Export(dest, {name: [k.id for k in members] for name, members in plan.items()})
+    gives = given_references(course, plan)
+    report = Export(dest, {name: [k.id for k in members] for name, members in plan.items()},
+                    gives={name: [k.id for k in earlier] for name, earlier in gives.items()},
+                    warnings=release_warnings(plan, gives))
     for path, text in files.items():
         target = dest / path
         if target.is_file() and target.read_text(encoding="utf-8") == text:
