@@ -94,8 +94,21 @@ def _files(root: Path, folder: str):
             yield path
 
 
+def check_one_checkout(course: Course) -> None:
+    """A GradeError when the course is another checkout than the one `kata` runs from: the zip would pair
+    this `kata/` with that checkout's graders and references (a course folder without `kata/` has only
+    this one to go with)."""
+    own = course.root / "kata" / "__init__.py"
+    if own.is_file() and course.root.resolve() != PACKAGE_ROOT:
+        raise GradeError(f"`kata` runs from {PACKAGE_ROOT}, but the course is another checkout, {course.root}: the "
+                         "zip would hold the kata package of one and the graders of the other. Build with the "
+                         f"course's own `kata` (pip install -e {course.root}, in its environment), or in "
+                         f"{PACKAGE_ROOT}")
+
+
 def build(course: Course, katas: list[Kata], out: Path) -> list[str]:
     """Write the autograder zip of `katas` to `out`; the names it holds."""
+    check_one_checkout(course)
     members: list[tuple[str, bytes, int]] = [
         ("setup.sh", SETUP_SH.format(katas=",".join(k.id for k in katas)).encode(), 0o755),
         ("run_autograder", RUN_AUTOGRADER.format(root_env=ROOT_ENV, katas=",".join(k.id for k in katas)).encode(),

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 from kata.course import load_course
-from kata.gradescope import RESERVE_MB, fitted
+from kata.gradescope import PACKAGE_ROOT, RESERVE_MB, check_one_checkout, fitted
 from tests.conftest import copy_course
 from tests.test_cli import kata_exe
 from tests.test_course import edit_toml
@@ -56,6 +56,19 @@ def test_the_zip_holds_setup_run_autograder_and_the_course(autograder):
     for script in ("setup.sh", "run_autograder"):
         text = setup if script == "setup.sh" else run
         assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, f"{script} is valid bash"
+
+
+def test_build_refuses_a_course_of_another_checkout(tmp_path):
+    other = copy_course(tmp_path / "other-clone")
+    write(other / "kata" / "__init__.py", "")  # a clone of its own, with its own kata package
+    env = {**os.environ, "KATA_COURSE": str(other), "KATA_PROGRESS": str(tmp_path / "p.json")}
+    built = subprocess.run([kata_exe(), "gradescope", "build", "--katas", "9.1", str(tmp_path / "a.zip")],
+                           capture_output=True, text=True, env=env, timeout=120)
+    message = " ".join(built.stderr.split())
+    assert built.returncode == 2 and not (tmp_path / "a.zip").exists()
+    assert f"`kata` runs from {PACKAGE_ROOT}, but the course is another checkout, {other}" in message, message
+    assert f"pip install -e {other}" in message
+    check_one_checkout(load_course(PACKAGE_ROOT))  # the checkout kata runs from
 
 
 def run_autograder(autograder, name: str, files: dict[str, str]) -> dict:
