@@ -648,7 +648,12 @@ def gradescope() -> None:
 @click.argument("out", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--katas", "keys", multiple=True, metavar="IDS",
               help="The katas of the assignment (ids or slugs, comma-separated or repeated). Default: every kata.")
-def gradescope_build(out: Path, keys: tuple[str, ...]) -> None:
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=None,
+              help="The assignment's autograder timeout in seconds (default: Gradescope's, 600): the build is "
+                   "refused when the katas' time budgets could add up past it.")
+@click.option("--allow-over-timeout", is_flag=True,
+              help="Build even when the katas' time budgets could add up past --timeout (a warning instead).")
+def gradescope_build(out: Path, keys: tuple[str, ...], timeout_s: float | None, allow_over_timeout: bool) -> None:
     """Write OUT (a .zip) to upload as a Gradescope assignment's autograder: setup.sh, run_autograder and
     the course; each submission is graded exactly as `kata grade` grades it."""
     from kata import grade as grading
@@ -657,11 +662,15 @@ def gradescope_build(out: Path, keys: tuple[str, ...]) -> None:
     course = open_course()
     katas = select_katas(course, keys)
     try:
+        over = gs.check_time(katas, timeout_s, allow_over_timeout)
         names = gs.build(course, katas, out.resolve())
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
+    if over:
+        render.warning(over)
     render.wrote(f"{out} ({len(names)} files)",
-                 f"katas {', '.join(k.id for k in katas)}, {sum(k.points for k in katas):g} points")
+                 f"katas {', '.join(k.id for k in katas)}, {sum(k.points for k in katas):g} points, at most "
+                 f"{gs.worst_case_s(katas):g} s a submission")
 
 
 @gradescope.command("run")

@@ -39,9 +39,12 @@ from pathlib import Path
 from kata.course import Course, Kata
 from kata.grade import GradeError, Submission, grade_kata
 from kata.grading import isolation
+from kata.runner import GRACE_S
 from kata.stubs import strip_markers
 
 RESERVE_MB = 200  # the container's memory kept for the `kata` process itself (it does not import torch)
+TIMEOUT_S = 600  # Gradescope's default autograder timeout: past it, the submission gets 0 and no feedback
+START_S = 15  # run_autograder's own work (the chmod, starting `kata`) besides the katas' units
 ROOT_ENV = "KATA_AUTOGRADER_ROOT"  # where /autograder is (a test runs a temporary tree)
 MEMORY_ENV = "KATA_CONTAINER_MEMORY_MB"  # the container's memory, when its cgroup cannot be read
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the clone `kata` runs from: what pip installs
@@ -92,6 +95,30 @@ def _files(root: Path, folder: str):
     for path in sorted((root / folder).rglob("*")):
         if path.is_file() and not SKIPPED & set(path.relative_to(root).parts) and path.suffix != ".pyc":
             yield path
+
+
+def worst_case_s(katas: list[Kata]) -> float:
+    """The longest run_autograder can take: each kata's unit runs to its time budget and the judge's grace
+    (then it is ended), one after another."""
+    return START_S + sum(k.time_budget_s + GRACE_S for k in katas)
+
+
+def check_time(katas: list[Kata], timeout_s: float | None = None, allow_over: bool = False) -> str | None:
+    """Whether the katas' worst case fits the assignment's autograder timeout (None: Gradescope's default): a
+    GradeError if not (unless `allow_over`, which returns the warning); None if it fits."""
+    timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
+    worst = worst_case_s(katas)
+    if worst <= timeout_s:
+        return None
+    budgets = ", ".join(f"{k.id} {k.time_budget_s:g}" for k in katas)
+    problem = (f"a submission that runs every kata to its time budget takes {worst:g} s on Gradescope (the budgets, "
+               f"{budgets} s, each with {GRACE_S:g} s for the judge, and {START_S} s to start), past the "
+               f"autograder timeout of {timeout_s:g} s, where Gradescope gives 0 and shows no feedback. Raise "
+               "the timeout in the assignment's autograder settings and say so with --timeout, or split the "
+               "katas over assignments")
+    if not allow_over:
+        raise GradeError(f"{problem} (--allow-over-timeout builds it anyway)")
+    return problem
 
 
 def check_one_checkout(course: Course) -> None:

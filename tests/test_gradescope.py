@@ -17,8 +17,19 @@ import jsonschema
 import pytest
 
 from kata.course import load_course
-from kata.gradescope import PACKAGE_ROOT, RESERVE_MB, check_one_checkout, fitted
-from tests.conftest import copy_course
+from kata.grade import GradeError
+from kata.gradescope import (
+    PACKAGE_ROOT,
+    RESERVE_MB,
+    START_S,
+    TIMEOUT_S,
+    check_one_checkout,
+    check_time,
+    fitted,
+    worst_case_s,
+)
+from kata.runner import GRACE_S
+from tests.conftest import REPO, copy_course
 from tests.test_cli import kata_exe
 from tests.test_course import edit_toml
 from tests.test_grade import CRASH, HANG, HANG_BUDGET, planted, reference, write
@@ -69,6 +80,27 @@ def test_build_refuses_a_course_of_another_checkout(tmp_path):
     assert f"`kata` runs from {PACKAGE_ROOT}, but the course is another checkout, {other}" in message, message
     assert f"pip install -e {other}" in message
     check_one_checkout(load_course(PACKAGE_ROOT))  # the checkout kata runs from
+
+
+def test_build_refuses_katas_whose_budgets_could_pass_the_autograder_timeout(tmp_path):
+    course = load_course(REPO)
+    every, first = list(course.katas), [course.find("9.1"), course.find("9.2")]
+    assert worst_case_s(every) == START_S + sum(k.time_budget_s + GRACE_S for k in every) > TIMEOUT_S
+    with pytest.raises(GradeError, match=rf"takes {worst_case_s(every):g} s .* past the autograder timeout of 600 s"):
+        check_time(every)
+    assert check_time(first) is None and check_time(every, timeout_s=worst_case_s(every)) is None
+    assert "--timeout" in check_time(every, allow_over=True)
+    env = {**os.environ, "KATA_COURSE": str(REPO), "KATA_PROGRESS": str(tmp_path / "p.json")}
+    refused = subprocess.run([kata_exe(), "gradescope", "build", str(tmp_path / "a.zip")], capture_output=True,
+                             text=True, env=env, timeout=120)
+    assert refused.returncode == 2 and "--allow-over-timeout builds it anyway" in " ".join(refused.stderr.split())
+    assert not (tmp_path / "a.zip").exists()
+    allowed = subprocess.run([kata_exe(), "gradescope", "build", "--allow-over-timeout", str(tmp_path / "a.zip")],
+                             capture_output=True, text=True, env=env, timeout=120)
+    assert allowed.returncode == 0 and "warning:" in allowed.stderr and (tmp_path / "a.zip").is_file()
+    longer = subprocess.run([kata_exe(), "gradescope", "build", "--timeout", "2400", str(tmp_path / "b.zip")],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert longer.returncode == 0 and not longer.stderr and f"at most {worst_case_s(every):g} s" in longer.stdout
 
 
 def run_autograder(autograder, name: str, files: dict[str, str]) -> dict:
