@@ -90,6 +90,8 @@ def test_build_refuses_katas_whose_budgets_could_pass_the_autograder_timeout(tmp
         check_time(every)
     assert check_time(first) is None and check_time(every, timeout_s=worst_case_s(every)) is None
     assert "--timeout" in check_time(every, allow_over=True)
+    docs = " ".join((REPO / "docs" / "instructors.md").read_text().split())
+    assert f"{worst_case_s(every[:4]):g} s for 9.1 to 9.4, {worst_case_s(every):g} s for all ten" in docs
     env = {**os.environ, "KATA_COURSE": str(REPO), "KATA_PROGRESS": str(tmp_path / "p.json")}
     refused = subprocess.run([kata_exe(), "gradescope", "build", str(tmp_path / "a.zip")], capture_output=True,
                              text=True, env=env, timeout=120)
