@@ -19,6 +19,7 @@ from kata import progress as prog
 from kata.capstone import TASK, TASKS
 from kata.cli_shared import UsageError, check_report, emit, find_kata, json_option, open_course, render, select_katas
 from kata.course import Course, Kata
+from kata.cpus import usable_cpus
 from kata.nbgrader.cli import nbgrader_group, notebook_command
 from kata.outcomes import EXIT_INTERRUPTED
 from kata.stubs import stale_stubs, strip_markers
@@ -401,7 +402,7 @@ def doctor(as_json: bool) -> None:
 
 @main.command()
 @click.argument("kata_ids", nargs=-1)
-@click.option("--jobs", "-j", type=int, default=None, help="Grading runs at once (default: the CPU count).")
+@click.option("--jobs", "-j", type=int, default=None, help="Grading runs at once (default: the CPUs it may use).")
 @click.option("--progress", "check_progress", is_flag=True,
               help="Check the progress file instead: every pass must carry the hash of the file that passed.")
 @click.option("--regrade", is_flag=True,
@@ -415,8 +416,6 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, re
     each starts cold).
 
     With --progress, for instructors and the wary: prove each pass in the progress file."""
-    import os
-
     if check_progress:
         _verify_progress(kata_ids, regrade, as_json)
         return
@@ -424,7 +423,7 @@ def verify(kata_ids: tuple[str, ...], jobs: int | None, check_progress: bool, re
 
     course = open_course()
     katas = [_kata(course, k) for k in kata_ids] or list(course.katas)
-    jobs = jobs or os.cpu_count() or 2
+    jobs = jobs or usable_cpus()
     started = time.perf_counter()
     console = None if as_json else render.make_console()
     if console:
@@ -550,7 +549,8 @@ def grade() -> None:
               help="Only these katas (ids or slugs, comma-separated or repeated). Default: every kata.")
 @click.option("--student", "students", multiple=True, metavar="NAME", help="Only this student (repeatable).")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
-              help="Grading processes at once (default: the CPU count).")
+              help="Grading processes at once (default: the CPUs this process may use, its container's quota "
+                   "included).")
 @click.option("--restart", is_flag=True,
               help="Grade everything again: the journal of earlier runs is renamed, not deleted.")
 @click.option("--shard", "shard_text", default=None, metavar="I/N",
@@ -573,8 +573,6 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
     merges the folders of `--shard` runs. Exit code: 0 every unit graded, 1 some could not be (internal
     errors: run again), 2 usage error (no sandbox, say), 130 interrupted.
     """
-    import os
-
     from kata import grade as grading
 
     course = open_course()
@@ -594,7 +592,7 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
     grading.interrupt_on("SIGTERM", "SIGHUP")
     try:
         with render.GradeProgress(console) as bar:
-            state = grading.grade_class(course, found, katas, out, jobs=jobs or os.cpu_count() or 2, restart=restart,
+            state = grading.grade_class(course, found, katas, out, jobs=jobs or usable_cpus(), restart=restart,
                                         on_start=bar.start, on_result=bar.result, shard=shard,
                                         unsafe_no_sandbox=unsafe_no_sandbox)
     except grading.GradeError as exc:

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from kata.course import Course, Kata
+from kata.cpus import usable_cpus
 from kata.grading import cgroup, isolation
 from kata.grading.zygote import Channel
 
@@ -357,7 +358,7 @@ def grading_env(course: Course, runs_at_once: int = 1) -> dict[str, str]:
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     env.pop("PYTHONSTARTUP", None)
     env.pop("PYTHONINSPECT", None)
-    threads = str(max(1, (os.cpu_count() or 2) // max(2, runs_at_once)))
+    threads = str(max(1, usable_cpus() // max(2, runs_at_once)))
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
         env.setdefault(name, threads)
     return env

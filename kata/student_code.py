@@ -23,6 +23,7 @@ from pathlib import Path
 from types import ModuleType
 
 from kata.course import Course, Kata
+from kata.cpus import usable_cpus
 
 
 class CodeError(Exception):
@@ -115,4 +116,4 @@ def use_check_threads() -> None:
     import torch  # here, not at the top: the `kata` command keeps torch out of its own start-up
 
     if "OMP_NUM_THREADS" not in os.environ:
-        torch.set_num_threads(max(1, (os.cpu_count() or 2) // 2))
+        torch.set_num_threads(max(1, usable_cpus() // 2))

@@ -16,6 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from kata import cpus
 from kata.course import load_course
 from kata.grade import GradeError
 from kata.gradescope import (
@@ -28,6 +29,7 @@ from kata.gradescope import (
     fitted,
     worst_case_s,
 )
+from kata.pool import grading_env
 from kata.runner import GRACE_S
 from tests.conftest import REPO, copy_course
 from tests.test_cli import kata_exe
@@ -203,3 +205,39 @@ def test_setup_refuses_a_container_too_small_for_the_references(autograder):
     assert re.search(r"the judge alone, which imports torch, takes \d+ MB here, which with the 200 MB kept for `kata` "
                      r"does not fit the container's 260 MB: raise the autograder's memory", small.stderr), small.stderr
     assert "raise the autograder's memory in the assignment's Gradescope settings" in small.stderr
+
+
+def fake_cgroups(tmp_path: Path, proc: str, files: dict[str, str]) -> tuple[Path, Path]:
+    root = tmp_path / "cgroup"
+    for relative, text in files.items():
+        write(root / relative, text)
+    root.mkdir(exist_ok=True)
+    write(tmp_path / "proc-cgroup", proc)
+    return root, tmp_path / "proc-cgroup"
+
+
+@pytest.mark.parametrize(("proc", "files", "quota"), [
+    ("0::/\n", {"cpu.max": "150000 100000\n"}, 1.5),  # a container's own cgroup seen as the root (v2)
+    ("0::/\n", {"cpu.max": "max 100000\n"}, None),
+    ("0::/a/b\n", {"a/b/cpu.max": "max 100000\n", "a/cpu.max": "200000 100000\n", "cpu.max": "max 100000\n"}, 2.0),
+    ("3:cpu,cpuacct:/docker/1f\n0::/\n", {"cpu,cpuacct/cpu.cfs_quota_us": "50000\n",  # v1, its path not mounted
+                                          "cpu,cpuacct/cpu.cfs_period_us": "100000\n"}, 0.5),
+    ("1:cpu:/\n0::/\n", {"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+])
+def test_the_cpu_quota_is_read_from_the_cgroup(tmp_path, proc, files, quota):
+    assert cpus.cpu_quota(*fake_cgroups(tmp_path, proc, files)) == quota
+
+
+def test_threads_follow_the_containers_cpus_not_the_hosts(tmp_path, monkeypatch):
+    """A Gradescope container of 2 CPUs on a 64-core host: torch gets 1 thread, not 32 that the quota throttles."""
+    root, proc = fake_cgroups(tmp_path, "0::/\n", {"cpu.max": "200000 100000\n"})
+    monkeypatch.setattr(cpus, "CGROUP_ROOT", root)
+    monkeypatch.setattr(cpus, "PROC_CGROUP", proc)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    course = load_course(REPO)
+    assert cpus.usable_cpus() == 2 and grading_env(course)["OMP_NUM_THREADS"] == "1"
+    (root / "cpu.max").write_text("max 100000\n")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4, 5}, raising=False)  # a cpuset
+    assert cpus.usable_cpus() == 6 and grading_env(course)["OMP_NUM_THREADS"] == "3"
