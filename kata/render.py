@@ -986,7 +986,7 @@ def grade_summary(console: Console, state, written: dict[str, Path], out: Path, 
     if state.unreadable_lines:
         line += f", {state.unreadable_lines} unreadable journal lines ignored (graded again)"
     console.print(line + ".")
-    if state.isolation == UNSAFE:
+    if UNSAFE in state.isolation:  # a merge of shards names each shard's
         console.print("[yellow bold]not isolated[/]: graded with --unsafe-no-sandbox, the students' code ran with "
                       "your permissions (the reports say so).")
     console.print(f"Reports in [cyan]{relative(out)}[/]: " + ", ".join(written) + " (and the journal results.jsonl).")

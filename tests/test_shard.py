@@ -4,6 +4,7 @@ merge into exactly the grades of the unsharded run; the Canvas gradebook of both
 from __future__ import annotations
 
 import csv
+import io
 import json
 import os
 import shutil
@@ -13,7 +14,9 @@ from itertools import product
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from kata import render
 from kata.course import load_course
 from kata.grade import JOURNAL, SCHEMA, Journal, KataGrade, Shard
 from kata.shard import merge_shards
@@ -221,3 +224,6 @@ def test_the_merge_carries_the_isolation_the_shards_recorded(tmp_path):
     assert json.loads((tmp_path / "same-out" / "grades.json").read_text())["isolation"] == safe
     mixed = merge_shards(course, tmp_path / "mixed-out", shards("mixed", [safe, unsafe, safe]))
     assert mixed.isolation == f"shard 0/3: {safe} | shard 1/3: {unsafe} | shard 2/3: {safe}"
+    shown = Console(file=io.StringIO(), width=200)
+    render.grade_summary(shown, mixed, mixed.reports, tmp_path / "mixed-out")
+    assert "not isolated: graded with --unsafe-no-sandbox" in shown.file.getvalue()
