@@ -6,12 +6,12 @@ the kata's memory limit (`kata.student.walls.limit_memory`) and time budget.
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
 
 from kata import outcomes, runner
+from kata.cpus import usable_cpus
 from kata.grading import protocol
 from tests.conftest import CORRECT_SOFTMAX
 
@@ -98,7 +98,7 @@ def test_threads_default_to_half_the_cores(course, softmax_file, monkeypatch):
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
     result = grade(course, softmax_file(CORRECT_SOFTMAX))
-    assert result.threads == max(1, (os.cpu_count() or 2) // 2)
+    assert result.threads == max(1, usable_cpus() // 2)
 
 
 def test_the_students_code_cannot_raise_its_memory_limit(course, softmax_file):

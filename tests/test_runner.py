@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kata import outcomes, runner
+from kata import outcomes, pool, runner
 from kata.grading import plugin, protocol
 from tests.conftest import CORRECT_SOFTMAX, alive
 
@@ -94,7 +94,7 @@ def test_children_share_the_cores_with_the_runs_beside_them(course, monkeypatch)
     """torch's threads per grading child: half the cores for one run, the cores shared among parallel runs."""
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(pool, "usable_cpus", lambda: 16)  # the CPUs this process may use (`kata.cpus`)
     assert [runner.grading_env(course, n)["OMP_NUM_THREADS"] for n in (1, 2, 4, 12, 32)] == ["8", "8", "4", "1", "1"]
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the user's own setting wins
     assert runner.grading_env(course, 12)["OMP_NUM_THREADS"] == "3"
