@@ -36,6 +36,7 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
+from kata import wording
 from kata.course import Course, Kata
 from kata.grade import GradeError, Submission, grade_kata
 from kata.grading import isolation
@@ -145,12 +146,14 @@ def fitted(kata: Kata, container_mb: int | None) -> Kata:
 
 
 def _tests(kata: Kata, grade) -> list[dict]:
-    """Gradescope tests of one graded kata: one per check, or one for the kata when no check ran."""
+    """Gradescope tests of one graded kata: one per check, or one for the kata when no check ran. A failed
+    check's `output` is its message and its diagnoses, as `kata check` shows them."""
     if grade.checks_ran:
         return [{"name": f"{kata.id} {kata.title}: {c['title']}", "number": f"{kata.id}.{i}",
                  "score": c["points"], "max_score": c["worth"],
                  "status": "passed" if c["status"] == "passed" else "failed",
-                 "output": c["message"] or ("passed" if c["status"] == "passed" else c["status"]),
+                 "output": "passed" if c["status"] == "passed" else
+                 wording.check_feedback(c["message"], c.get("diagnoses", []), c["status"]),
                  "visibility": "visible", "tags": [kata.id]}
                 for i, c in enumerate(grade.checks, start=1)]
     return [{"name": f"{kata.id} {kata.title}", "number": kata.id, "score": grade.points,
