@@ -19,6 +19,7 @@ from kata import runner, wording
 from kata.render import OUTCOME_TITLE, points_text
 
 FOLDER = "feedback"
+NOT_YET = "Not implemented yet"
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")  # what would format text, link it or open HTML
 
 
@@ -43,6 +44,7 @@ class _Kata:
     reason: str = ""  # why the kata failed as a whole, when it did
     where: list[str] = field(default_factory=list)
     failures: list[_Failure] = field(default_factory=list)
+    not_implemented: list[str] = field(default_factory=list)  # the stub's checks: one line, not a failure each
     passed: list[str] = field(default_factory=list)
 
 
@@ -62,11 +64,12 @@ def _katas(state, student: str) -> list[_Kata]:
             passed = [c for c in grade.checks if c["status"] == runner.PASSED]
             item.summary = f"{len(passed)} of {len(grade.checks)} checks passed"
             item.passed = [c["title"] for c in passed]
+            item.not_implemented = [c["title"] for c in grade.checks if c["status"] == runner.NOT_IMPLEMENTED]
             item.failures = [
                 _Failure(c["title"], f"0 of {points_text(c['worth'])} points",
                          wording.course_words(c["message"]) if c["message"] else c["status"],
                          [d["explanation"] for d in wording.unique_diagnoses(c.get("diagnoses", []))])
-                for c in grade.checks if c["status"] != runner.PASSED]
+                for c in grade.checks if c["status"] not in (runner.PASSED, runner.NOT_IMPLEMENTED)]
         shown.append(item)
     return shown
 
@@ -97,6 +100,8 @@ def markdown(state, student: str) -> str:
         for failure in kata.failures:
             lines += [f"### ✗ {_md(failure.title)} ({failure.points})", "", *_fenced(failure.message), ""]
             lines += [f"> **{wording.LOOKS_LIKE}:** {_md(explanation)}\n" for explanation in failure.looks_like]
+        if kata.not_implemented:
+            lines += [f"{NOT_YET}: " + "; ".join(_md(title) for title in kata.not_implemented) + ".", ""]
         if kata.passed:
             lines += ["Passed: " + "; ".join(_md(title) for title in kata.passed) + ".", ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -131,6 +136,8 @@ def page(state, student: str) -> str:
                       f"<pre>{e(failure.message)}</pre>"]
             parts += [f'<div class="looks-like"><strong>{e(wording.LOOKS_LIKE)}:</strong> {e(explanation)}</div>'
                       for explanation in failure.looks_like]
+        if kata.not_implemented:
+            parts.append(f'<p class="failed">{NOT_YET}: {e("; ".join(kata.not_implemented))}.</p>')
         if kata.passed:
             parts.append(f'<p class="passed">Passed: {e("; ".join(kata.passed))}.</p>')
     parts += ["</body>", "</html>"]
