@@ -3,6 +3,7 @@ graded by the real executable, with exact expected scores; resuming, Ctrl-C, and
 
 from __future__ import annotations
 
+import ast
 import csv
 import html
 import json
@@ -157,10 +158,17 @@ def test_the_reports_hold_every_student_kata_and_check(graded):
     assert len((out / "results.jsonl").read_text().splitlines()) == 14
 
 
-def expected_diagnosis(root: Path, kata_id: str, mistake: str) -> str:
-    """The diagnosis a planted mistake declares it must get (its `# expect:` line)."""
-    text = (load_course(root).find(kata_id).mistakes_dir / f"{mistake}.py").read_text()
-    return re.search(r"^#\s*expect:\s*(\S+)", text, re.MULTILINE).group(1)
+def expected_diagnosis(root: Path, kata_id: str, mistake: str) -> tuple[str, str]:
+    """The diagnosis a planted mistake declares it must get (its `# expect:` line), and its explanation as
+    the kata's graders write it (`Mistake("id", "explanation")`): what the student must be told."""
+    kata = load_course(root).find(kata_id)
+    wanted = re.search(r"^#\s*expect:\s*(\S+)", (kata.mistakes_dir / f"{mistake}.py").read_text(), re.MULTILINE)[1]
+    for path in kata.graders.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Mistake" and len(node.args) == 2
+                    and all(isinstance(a, ast.Constant) for a in node.args) and node.args[0].value == wanted):
+                return wanted, node.args[1].value
+    raise AssertionError(f"no Mistake({wanted!r}, ...) in the graders of {kata_id}")
 
 
 def grader_lines(root: Path) -> set[str]:
@@ -169,20 +177,15 @@ def grader_lines(root: Path) -> set[str]:
             if len(line.strip()) >= 30 and not line.strip().startswith(("import ", "from "))}
 
 
-def explanation(report: dict, student: str, kata_id: str, diagnosis: str) -> str:
-    """The explanation of `diagnosis` in the JSON report's checks of the student's kata: it must be there."""
-    checks = by_student(report)[student][kata_id]["checks"]
-    (text,) = {d["explanation"] for c in checks for d in c["diagnoses"] if d["id"] == diagnosis}
-    return text
-
-
 def test_the_reports_carry_each_failed_checks_diagnosis(graded):
     root, out, report = graded.folder.parent / "course", graded.out, graded.report
-    no_max = explanation(report, "bob", "9.1", expected_diagnosis(root, "9.1", "no_max_subtraction"))
-    unbiased = explanation(report, "erin", "9.2", expected_diagnosis(root, "9.2", "unbiased_variance"))
+    (no_max_id, no_max), (unbiased_id, unbiased) = (expected_diagnosis(root, "9.1", "no_max_subtraction"),
+                                                    expected_diagnosis(root, "9.2", "unbiased_variance"))
     bob = by_student(report)["bob"]["9.1"]["checks"]
     assert all(c["diagnoses"] == [] for c in bob if c["status"] == "passed")
-    assert [c["id"] for c in bob if c["diagnoses"]], "the planted mistake is named"
+    assert [c for c in bob if c["diagnoses"] == [{"id": no_max_id, "explanation": no_max}]], "the mistake is named"
+    erin = by_student(report)["erin"]["9.2"]["checks"]
+    assert [c for c in erin if {"id": unbiased_id, "explanation": unbiased} in c["diagnoses"]]
     assert all(not c["diagnoses"] for k in by_student(report)["alice"].values() if isinstance(k, dict)
                for c in k["checks"])
     with open(out / "checks.csv", newline="") as f:
@@ -200,8 +203,8 @@ def test_the_reports_carry_each_failed_checks_diagnosis(graded):
 
 def test_each_student_gets_feedback_with_the_reasons(graded):
     root, feedback = graded.folder.parent / "course", graded.out / "feedback"
-    no_max = explanation(graded.report, "bob", "9.1", expected_diagnosis(root, "9.1", "no_max_subtraction"))
-    unbiased = explanation(graded.report, "erin", "9.2", expected_diagnosis(root, "9.2", "unbiased_variance"))
+    no_max = expected_diagnosis(root, "9.1", "no_max_subtraction")[1]
+    unbiased = expected_diagnosis(root, "9.2", "unbiased_variance")[1]
     students = ["=HYPERLINK(evil)", "alice", "bob", "carol", "dave", "erin", "frank"]
     assert sorted(p.name for p in feedback.iterdir()) == sorted(f"{s}.{x}" for s in students for x in ("md", "html"))
 
