@@ -4,16 +4,19 @@ assignment's template repository, and what each of its steps runs (`kata classro
 GitHub Classroom's current convention (classroom-resources): one step per test, each leaving a base64
 JSON result in its `result` output, then `classroom-resources/autograding-grading-reporter`, which
 reads each step's result from the environment variable `<STEP ID>_RESULTS` (its `runners` input lists
-the step ids), adds up the tests' `score`s and the runners' `max_score`s, and reports the points to
-Classroom. The result is what `autograding-command-grader` emits:
+the step ids), prints a table of the points (each runner's count of passed tests over its tests, times
+its `max_score`) and a notice, "Points X/Y", that adds up the tests' `score`s and the runners'
+`max_score`s and is what Classroom records. The result is what `autograding-command-grader` emits:
 
     {"version": 1, "status": "pass" | "fail" | "error", "max_score": 10,
      "tests": [{"name", "status", "score", "message", "test_code", "filename", "line_no", "duration"}]}
 
 The command grader scores a step all or nothing (`max-score` when the command exits 0), so each kata's
 step here runs `kata classroom grade` instead, which grades the kata with `kata.grade.grade_kata` (the
-unit `kata grade` runs) and emits the same result with one test per check carrying that check's points:
-the reporter's total is then exactly the student's `kata grade` total.
+unit `kata grade` runs) and emits the same result with tests of its checks (`result`: the table and the
+notice then give the same points, the student's `kata grade` points), each failed one with its message and
+diagnoses; its own log, the step's in the job, says the kata's verdict and points, then each check, a failed
+one with its message and diagnoses ("Looks like: ..."), or why no check ran (a timeout, say).
 """
 
 from __future__ import annotations

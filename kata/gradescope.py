@@ -12,9 +12,9 @@ The zip holds, at its root (Gradescope's "Autograder Specifications"):
 
 Each kata is graded by `kata.grade.grade_kata`, the unit `kata grade` runs, so a submission gets on
 Gradescope exactly the points it gets from `kata grade`. results.json has one test per check (its
-points, what it is worth, its feedback message; never grader source), or one test for the kata when no
-check could run (no file, a syntax error, a timeout, a crash: the reason), so the tests' scores add up
-to the kata's points.
+points, what it is worth, and as its `output` the check's message and diagnoses, "Looks like: ...", as
+`kata check` shows them; never grader source), or one test for the kata when no check could run (no file,
+a syntax error, a timeout, a crash: the reason), so the tests' scores add up to the kata's points.
 
 Memory: a Gradescope container has 768 MB unless the assignment's settings give it more, and a
 grading child that outgrows it would be killed with the whole autograder (no results at all). So each
