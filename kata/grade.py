@@ -16,8 +16,8 @@ each result, as soon as it is known, to a journal (`results.jsonl` in the output
 object a line, flushed to disk): an interrupted run continues where it stopped. A result is reused only
 while the student's file (its SHA-256) and the kata's graders (`graders_fingerprint`) are the ones it
 was graded with; results the graders could not produce (internal errors) are graded again. The reports
-(`grades.csv`, `katas.csv`, `checks.csv`, `grades.json`) are written from the journal at the end of
-every run, finished or not.
+(`grades.csv`, `katas.csv`, `checks.csv`, `grades.json`, and each student's feedback: `kata.feedback`)
+are written from the journal at the end of every run, finished or not.
 """
 
 from __future__ import annotations
@@ -665,7 +665,7 @@ def write_reports(out: Path, state: ClassGrades) -> dict[str, Path]:
     grades.json (everything) and, for a whole class (a shard's students are only part graded: `kata grade
     merge` writes theirs), each student's feedback (`kata.feedback`); each file replaced whole (a reader
     never sees half a file)."""
-    from kata import feedback  # it renders as kata.render does, which imports this module
+    from kata import feedback  # not at the top: it uses kata.render, which imports this module
 
     written = {}
     for name, rows in report_rows(state).items():

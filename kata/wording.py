@@ -6,8 +6,9 @@ rewritten for a student before the report shows it. Plain strings in and out: no
                                its pytest id ("during check test_x[cpu-float32]: ...") is named by its title;
                                torch's broadcast error gets the classic cause beside it
     unique_diagnoses(list)     a check's diagnoses, each explanation once: the "Looks like" boxes of `kata check`
-    check_feedback(check)      a check's message and its diagnoses as one text, for the reports that are not a
-                               terminal (`kata grade`'s feedback files, Gradescope, GitHub Classroom)
+    check_feedback(message, diagnoses, status)
+                               a failed check's message and its diagnoses as one text, for the reports that
+                               are not a terminal (Gradescope, the GitHub Classroom step)
 """
 
 from __future__ import annotations
@@ -60,7 +61,6 @@ def _smallest_input(match: re.Match) -> str:
         label = draw.group(1) or f"value {number} drawn"
         lines.append(f"    {label} = {draw.group(2)}")
     return "\n".join([SMALLEST_INPUT, *lines]) + "\n"
-
 
 
 def unique_diagnoses(diagnoses: list[dict]) -> list[dict]:
