@@ -4,29 +4,35 @@ assignment's template repository, and what each of its steps runs (`kata classro
 GitHub Classroom's current convention (classroom-resources): one step per test, each leaving a base64
 JSON result in its `result` output, then `classroom-resources/autograding-grading-reporter`, which
 reads each step's result from the environment variable `<STEP ID>_RESULTS` (its `runners` input lists
-the step ids), adds up the tests' `score`s and the runners' `max_score`s, and reports the points to
-Classroom. The result is what `autograding-command-grader` emits:
+the step ids), prints a table of the points (each runner's count of passed tests over its tests, times
+its `max_score`) and a notice, "Points X/Y", that adds up the tests' `score`s and the runners'
+`max_score`s and is what Classroom records. The result is what `autograding-command-grader` emits:
 
     {"version": 1, "status": "pass" | "fail" | "error", "max_score": 10,
      "tests": [{"name", "status", "score", "message", "test_code", "filename", "line_no", "duration"}]}
 
 The command grader scores a step all or nothing (`max-score` when the command exits 0), so each kata's
 step here runs `kata classroom grade` instead, which grades the kata with `kata.grade.grade_kata` (the
-unit `kata grade` runs) and emits the same result with one test per check carrying that check's points:
-the reporter's total is then exactly the student's `kata grade` total.
+unit `kata grade` runs) and emits the same result with tests of its checks (`result`: the table and the
+notice then give the same points, the student's `kata grade` points), each failed one with its message and
+diagnoses; its own log, the step's in the job, says the kata's verdict and points, then each check, a failed
+one with its message and diagnoses ("Looks like: ..."), or why no check ran (a timeout, say).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import math
 import re
+from fractions import Fraction
 from pathlib import Path
 
-from kata import runner
+from kata import runner, wording
 from kata.course import Course, Kata
 from kata.grade import Submission, grade_kata
 from kata.grading import isolation
+from kata.render import OUTCOME_TITLE
 
 WORKFLOW = Path(".github") / "workflows" / "classroom.yml"
 PYTHON = "3.11"
@@ -40,27 +46,50 @@ def step_id(kata: Kata) -> str:
 
 
 def result(kata: Kata, grade) -> dict:
-    """The command grader's result for one graded kata: a test per check, or one for the kata when no
-    check could run (no file, a syntax error, a timeout, a crash)."""
+    """The command grader's result for one graded kata: tests of the checks, or one for the kata when no
+    check could run (no file, a syntax error, a timeout, a crash), named with what happened.
+
+    The reporter's table scores a step by its count of passed tests, (passed / tests) * max_score, and its
+    notice adds up the tests' scores. So that both give the kata's points, a check is as many tests as its
+    weight holds of the smallest weight unit (a check of weight 2 beside checks of weight 1 is two), and the
+    kata's score, computed as the table computes it, rides on its first passed test: the notice then adds the
+    very floats the table adds."""
     milliseconds = round(grade.seconds * 1000)
-    if grade.checks_ran:  # the grading child does not time checks one by one: the kata's time is in its first test
-        tests = [{"name": f"{kata.id} {c['title']}", "status": "pass" if c["status"] == "passed" else "fail",
-                  "score": c["points"], "message": c["message"], "test_code": "", "filename": grade.file or "",
-                  "line_no": 0, "duration": milliseconds if i == 0 else 0} for i, c in enumerate(grade.checks)]
-    else:
-        tests = [{"name": f"{kata.id} {kata.title}", "status": "error" if grade.outcome == runner.INTERNAL_ERROR
-                  else "fail", "score": grade.points, "message": grade.reason(),
+    if not grade.checks_ran:
+        what = OUTCOME_TITLE.get(grade.outcome, grade.outcome)
+        tests = [{"name": f"{kata.id} {kata.title} ({what})", "status": "error" if grade.outcome ==
+                  runner.INTERNAL_ERROR else "fail", "score": grade.points, "message": grade.reason(),
                   "test_code": "", "filename": grade.file or "", "line_no": 0, "duration": milliseconds}]
+    else:
+        weights = [Fraction(c.get("weight", 1.0)).limit_denominator(1000) for c in grade.checks]
+        denominator = math.lcm(*(w.denominator for w in weights))
+        counts = [int(w * denominator) for w in weights]
+        step = math.gcd(*counts)  # the largest weight that every check's weight counts a whole number of
+        tests = []
+        for check, count in zip(grade.checks, counts, strict=True):
+            passed = check["status"] == runner.PASSED
+            units = count // step
+            message = "" if passed else wording.check_feedback(check["message"], check.get("diagnoses", []),
+                                                               check["status"])
+            tests += [{"name": f"{kata.id} {check['title']}" + (f" [{i} of {units}]" if units > 1 else ""),
+                       "status": "pass" if passed else "fail", "score": 0, "message": message, "test_code": "",
+                       "filename": grade.file or "", "line_no": 0, "duration": 0} for i in range(1, units + 1)]
+        # The grading child does not time checks one by one: the kata's time is in the first test.
+        tests[0]["duration"] = milliseconds
+        passing = [t for t in tests if t["status"] == "pass"]
+        if passing:
+            passing[0]["score"] = len(passing) / len(tests) * kata.points
     status = "pass" if grade.outcome == runner.PASSED else "error" if grade.outcome == runner.INTERNAL_ERROR else "fail"
     return {"version": 1, "status": status, "max_score": kata.points, "tests": tests}
 
 
-def grade_step(course: Course, kata: Kata, folder: Path) -> tuple[dict, str]:
-    """Grade the kata in the student's repository `folder`; the result and its `result=<base64>` output line."""
+def grade_step(course: Course, kata: Kata, folder: Path):
+    """Grade the kata in the student's repository `folder`; the grade, its result and the result's
+    `result=<base64>` output line."""
     # On a runner whose kernel allows no user namespaces (Ubuntu 24.04's AppArmor) the job's VM is the sandbox.
     grade = grade_kata(course, kata, Submission(folder.name, folder, folder), isolate=isolation.probe().available)
     data = result(kata, grade)
-    return data, "result=" + base64.b64encode(json.dumps(data).encode()).decode()
+    return grade, data, "result=" + base64.b64encode(json.dumps(data).encode()).decode()
 
 
 def _quoted(text: str) -> str:

@@ -739,8 +739,8 @@ def classroom_grade(kata_id: str, submission: Path) -> None:
 
     course = open_course()
     kata = _kata(course, kata_id)
-    data, line = gc.grade_step(course, kata, submission.resolve())
-    render.classroom_step(kata, data, line)
+    grade, data, line = gc.grade_step(course, kata, submission.resolve())
+    render.classroom_step(kata, grade, data, line)
 
 
 @main.command("new")

@@ -16,8 +16,8 @@ each result, as soon as it is known, to a journal (`results.jsonl` in the output
 object a line, flushed to disk): an interrupted run continues where it stopped. A result is reused only
 while the student's file (its SHA-256) and the kata's graders (`graders_fingerprint`) are the ones it
 was graded with; results the graders could not produce (internal errors) are graded again. The reports
-(`grades.csv`, `katas.csv`, `checks.csv`, `grades.json`) are written from the journal at the end of
-every run, finished or not.
+(`grades.csv`, `katas.csv`, `checks.csv`, `grades.json`, and each student's feedback: `kata.feedback`)
+are written from the journal at the end of every run, finished or not.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from kata import runner
+from kata import runner, wording
 from kata.course import Course, Kata
 from kata.grading import isolation
 from kata.pool import Pool, open_pool
@@ -150,7 +150,8 @@ class KataGrade:
     graders: str = ""  # the graders' fingerprint at grading time
     seconds: float = 0.0
     where: list[str] = field(default_factory=list)  # "file:line" of the problem (a syntax error, say)
-    checks: list[dict] = field(default_factory=list)  # id, title, status, points, worth, message
+    # id, title, status, points, worth, weight, message, diagnoses (`{"id", "explanation"}`: "Looks like")
+    checks: list[dict] = field(default_factory=list)
     graded_at: str = ""
     isolation: str = ""  # the operating-system sandbox it was graded in (`UNSAFE` if none)
 
@@ -163,6 +164,12 @@ class KataGrade:
         """Whether the kata's checks ran, each with its result, rather than the kata failing as a whole (no
         file, a syntax error, a timeout, a crash)."""
         return self.outcome in (runner.PASSED, runner.FAILED, runner.NOT_IMPLEMENTED) and bool(self.checks)
+
+    def diagnoses(self) -> list[dict]:
+        """The classic mistakes the failed checks look like, each once (a journal line written before
+        diagnoses were kept has none)."""
+        return wording.unique_diagnoses([d for c in self.checks if c["status"] != runner.PASSED
+                                         for d in c.get("diagnoses", [])])
 
     def reason(self) -> str:
         """Why the kata failed as a whole, for the student: what happened, where, and the message."""
@@ -262,7 +269,8 @@ def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprin
                                  runs_at_once=runs_at_once, credit=credit)
     where = [f"{relative}:{f.line}" if Path(f.file) == copy else f"{f.file}:{f.line}" for f in result.frames]
     checks = [{"id": c.id, "title": c.title, "status": c.status, "points": c.points if c.passed else 0.0,
-               "worth": c.points, "message": _clip(c.message)} for c in result.checks]
+               "worth": c.points, "weight": c.weight, "message": _clip(c.message),
+               "diagnoses": wording.unique_diagnoses(c.diagnoses)} for c in result.checks]
     points = result.points
     return KataGrade(submission.student, kata.id, result.outcome, points, kata.points, _clip(result.message),
                      relative, hashlib.sha256(content).hexdigest(), fingerprint, round(result.seconds, 3), where,
@@ -605,9 +613,9 @@ def no_formulas(rows: list[list]) -> list[list]:
 def report_rows(state: ClassGrades) -> dict[str, list[list]]:
     """The rows of each CSV report, header first."""
     grades = [["student", *[k.id for k in state.katas], "total", "max", "complete"]]
-    katas = [["student", "kata", "outcome", "points", "max_points", "message", "where", "file", "sha256", "seconds",
-              "isolation"]]
-    checks = [["student", "kata", "check", "title", "status", "points", "worth", "message"]]
+    katas = [["student", "kata", "outcome", "points", "max_points", "message", "diagnoses", "where", "file", "sha256",
+              "seconds", "isolation"]]
+    checks = [["student", "kata", "check", "title", "status", "points", "worth", "message", "diagnosis"]]
     for submission in state.submissions:
         row = [_cell(submission.student)]
         complete = True
@@ -618,13 +626,20 @@ def report_rows(state: ClassGrades) -> dict[str, list[list]]:
             if grade is None:
                 continue
             katas.append([_cell(grade.student), grade.kata, grade.outcome, _number(grade.points),
-                          _number(grade.max_points), _cell(grade.message), _cell(" ".join(grade.where)),
-                          grade.file or "", grade.sha256 or "", grade.seconds, grade.isolation])
+                          _number(grade.max_points), _cell(grade.message), _explained(grade.diagnoses()),
+                          _cell(" ".join(grade.where)), grade.file or "", grade.sha256 or "", grade.seconds,
+                          grade.isolation])
             checks += [[_cell(grade.student), grade.kata, c["id"], _cell(c["title"]), c["status"],
-                        _number(c["points"]), _number(c["worth"]), _cell(c["message"])] for c in grade.checks]
+                        _number(c["points"]), _number(c["worth"]), _cell(c["message"]),
+                        _explained(c.get("diagnoses", []))] for c in grade.checks]
         grades.append([*row, _number(state.student_total(submission.student)), _number(state.max_total),
                        "yes" if complete else "no"])
     return {"grades.csv": no_formulas(grades), "katas.csv": no_formulas(katas), "checks.csv": no_formulas(checks)}
+
+
+def _explained(diagnoses: list[dict]) -> str:
+    """The diagnoses' explanations in one cell ("Looks like" each), separated by " | "."""
+    return _cell(" | ".join(d["explanation"] for d in diagnoses), limit=600)
 
 
 def _number(value: float) -> float | int:
@@ -651,8 +666,12 @@ def report_json(state: ClassGrades) -> dict:
 
 
 def write_reports(out: Path, state: ClassGrades) -> dict[str, Path]:
-    """grades.csv (a row per student), katas.csv (per student and kata), checks.csv (per check) and
-    grades.json (everything), each replaced whole (a reader never sees half a file)."""
+    """grades.csv (a row per student), katas.csv (per student and kata), checks.csv (per check),
+    grades.json (everything) and, for a whole class (a shard's students are only part graded: `kata grade
+    merge` writes theirs), each student's feedback (`kata.feedback`); each file replaced whole (a reader
+    never sees half a file)."""
+    from kata import feedback  # not at the top: it uses kata.render, which imports this module
+
     written = {}
     for name, rows in report_rows(state).items():
         buffer = io.StringIO()
@@ -660,6 +679,13 @@ def write_reports(out: Path, state: ClassGrades) -> dict[str, Path]:
         written[name] = _replace(out / name, buffer.getvalue())
     written["grades.json"] = _replace(out / "grades.json", json.dumps(report_json(state), indent=2,
                                                                        ensure_ascii=False) + "\n")
+    if state.shard is None:
+        (out / feedback.FOLDER).mkdir(exist_ok=True)
+        for submission in state.submissions:
+            md, page = feedback.paths(out, submission.student)
+            _replace(md, feedback.markdown(state, submission.student))
+            _replace(page, feedback.page(state, submission.student))
+        written[feedback.FOLDER + "/"] = out / feedback.FOLDER
     return written
 
 

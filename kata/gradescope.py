@@ -12,9 +12,9 @@ The zip holds, at its root (Gradescope's "Autograder Specifications"):
 
 Each kata is graded by `kata.grade.grade_kata`, the unit `kata grade` runs, so a submission gets on
 Gradescope exactly the points it gets from `kata grade`. results.json has one test per check (its
-points, what it is worth, its feedback message; never grader source), or one test for the kata when no
-check could run (no file, a syntax error, a timeout, a crash: the reason), so the tests' scores add up
-to the kata's points.
+points, what it is worth, and as its `output` the check's message and diagnoses, "Looks like: ...", as
+`kata check` shows them; never grader source), or one test for the kata when no check could run (no file,
+a syntax error, a timeout, a crash: the reason), so the tests' scores add up to the kata's points.
 
 Memory: a Gradescope container has 768 MB unless the assignment's settings give it more, and a
 grading child that outgrows it would be killed with the whole autograder (no results at all). So each
@@ -36,6 +36,7 @@ import zipfile
 from dataclasses import replace
 from pathlib import Path
 
+from kata import wording
 from kata.course import Course, Kata
 from kata.grade import GradeError, Submission, grade_kata
 from kata.grading import isolation
@@ -185,12 +186,14 @@ def fitted(kata: Kata, container_mb: int | None) -> Kata:
 
 
 def _tests(kata: Kata, grade) -> list[dict]:
-    """Gradescope tests of one graded kata: one per check, or one for the kata when no check ran."""
+    """Gradescope tests of one graded kata: one per check, or one for the kata when no check ran. A failed
+    check's `output` is its message and its diagnoses, as `kata check` shows them."""
     if grade.checks_ran:
         return [{"name": f"{kata.id} {kata.title}: {c['title']}", "number": f"{kata.id}.{i}",
                  "score": c["points"], "max_score": c["worth"],
                  "status": "passed" if c["status"] == "passed" else "failed",
-                 "output": c["message"] or ("passed" if c["status"] == "passed" else c["status"]),
+                 "output": "passed" if c["status"] == "passed" else
+                 wording.check_feedback(c["message"], c.get("diagnoses", []), c["status"]),
                  "visibility": "visible", "tags": [kata.id]}
                 for i, c in enumerate(grade.checks, start=1)]
     return [{"name": f"{kata.id} {kata.title}", "number": kata.id, "score": grade.points,

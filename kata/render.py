@@ -262,7 +262,7 @@ def _failures(result: KataResult) -> list[Check]:
 def _others(failures: list[Check]) -> list[Text]:
     """The failures after the first, grouped by cause: those a "Looks like" box names go under it; the
     rest in one line per cause (one message, its numbers aside), naming the checks that show it."""
-    explained = {_family(c) for c in failures for _ in _unique_diagnoses(c)}
+    explained = {_family(c) for c in failures for _ in wording.unique_diagnoses(c.diagnoses)}
     causes: dict[str, list[str]] = {}
     for check in _distinct(failures)[1:]:
         if _family(check) not in explained:
@@ -439,7 +439,7 @@ def _diagnosis_panels(failures: list[Check], names: int | None = None) -> list[P
     `names` of them, and how many more)."""
     families: dict[str, list[str]] = {}
     for check in failures:
-        for diagnosis in _unique_diagnoses(check):
+        for diagnosis in wording.unique_diagnoses(check.diagnoses):
             seen = families.setdefault(diagnosis["explanation"], [])
             if _family(check) not in seen:
                 seen.append(_family(check))
@@ -450,7 +450,7 @@ def _diagnosis_panels(failures: list[Check], names: int | None = None) -> list[P
         body.append(f"\nSeen in {label}: ", style="dim")
         shown = seen if names is None or len(seen) <= names else [*seen[:names], f"and {len(seen) - names} more"]
         body.append("; ".join(shown), style="dim")
-        panels.append(Panel(body, title="Looks like", border_style="yellow", title_align="left"))
+        panels.append(Panel(body, title=wording.LOOKS_LIKE, border_style="yellow", title_align="left"))
     return panels
 
 
@@ -529,15 +529,6 @@ def _printed(console: Console, kata: Kata, result: KataResult, show: bool, keys:
     how = "press o to see it" if keys else f"kata check {kata.id}{other} --show-output"
     return [*parts, Text(f"Your code printed in {len(rest)} more check{'s' if len(rest) > 1 else ''}: {how}.",
                          style="dim")]
-
-
-def _unique_diagnoses(check: Check) -> list[dict]:
-    seen, out = set(), []
-    for d in check.diagnoses:
-        if d["explanation"] not in seen:
-            seen.add(d["explanation"])
-            out.append(d)
-    return out
 
 
 def _outcome_panel_for(result: KataResult, room: int | None = None) -> Panel:
@@ -771,11 +762,25 @@ def selfcheck(katas: list[Kata], problems: list[str]) -> None:
         click.echo(f"every reference gets full marks here: {', '.join(k.id for k in katas)}")
 
 
-def classroom_step(kata: Kata, data: dict, line: str) -> None:
-    """`kata classroom grade`: the points check by check on stderr, the `result=` line for GitHub on stdout."""
-    for test in data["tests"]:
-        click.echo(f"{test['status']:>5}  {test['score']:.4g}  {test['name']}", err=True)
-    click.echo(f"{kata.id}: {sum(t['score'] for t in data['tests']):.4g} of {kata.points:g} points", err=True)
+def classroom_step(kata: Kata, grade, data: dict, line: str, lines: int = 4) -> None:
+    """`kata classroom grade`: the step's log on stderr (the verdict and points, then each check, a failed one
+    with its message, cut to `lines` lines, and its diagnoses; or why no check ran), the `result=` line for
+    GitHub on stdout. The points are those the reporter adds up, written without float noise."""
+    earned = sum(t["score"] for t in data["tests"])
+    head = f"{kata.id} {kata.title}: {OUTCOME_TITLE.get(grade.outcome, grade.outcome)}, " \
+           f"{points_text(earned)} of {points_text(kata.points)} points"
+    if not grade.checks_ran:
+        click.echo(f"{head}\n  " + grade.reason().replace("\n", "\n  "), err=True)
+        click.echo(line)
+        return
+    passed = sum(c["status"] == runner.PASSED for c in grade.checks)
+    click.echo(f"{head} ({passed} of {len(grade.checks)} checks passed)", err=True)
+    for check in grade.checks:
+        if check["status"] == runner.PASSED:
+            click.echo(f"  ✓ {check['title']}", err=True)
+            continue
+        text = wording.check_feedback(check["message"], check.get("diagnoses", []), check["status"], lines)
+        click.echo(f"  ✗ {check['title']}: " + text.replace("\n", "\n      "), err=True)
     click.echo(line)
 
 

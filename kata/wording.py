@@ -5,6 +5,10 @@ rewritten for a student before the report shows it. Plain strings in and out: no
                                becomes "The smallest input that fails: x = ..., dim = 0"; a check named by
                                its pytest id ("during check test_x[cpu-float32]: ...") is named by its title;
                                torch's broadcast error gets the classic cause beside it
+    unique_diagnoses(list)     a check's diagnoses, each explanation once: the "Looks like" boxes of `kata check`
+    check_feedback(message, diagnoses, status)
+                               a failed check's message and its diagnoses as one text, for the reports that
+                               are not a terminal (Gradescope, the GitHub Classroom step)
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ SMALLEST_INPUT = "The smallest input that fails:"
 BROADCAST_CAUSE = ("Two shapes that do not line up in an elementwise operation. The classic cause: a reduction "
                    "(x.sum(dim), x.amax(dim), x.mean(dim)) drops the dimension it reduces, so its result no longer "
                    "lines up with x; keep it with keepdim=True.")
+LOOKS_LIKE = "Looks like"  # the heading of a diagnosis: the classic mistake a failure looks like
 NAN_CAUSE = ("NaN (not a number) comes from 0/0, ∞ - ∞ or 0·∞: an exp that overflowed to ∞ or underflowed to 0 "
              "in every entry it is divided by, say.")
 
@@ -57,3 +62,23 @@ def _smallest_input(match: re.Match) -> str:
         lines.append(f"    {label} = {draw.group(2)}")
     return "\n".join([SMALLEST_INPUT, *lines]) + "\n"
 
+
+def unique_diagnoses(diagnoses: list[dict]) -> list[dict]:
+    """`diagnoses` (`{"id", "explanation"}`, as a check's result holds them) with each explanation once, in order."""
+    seen, out = set(), []
+    for diagnosis in diagnoses:
+        if diagnosis["explanation"] not in seen:
+            seen.add(diagnosis["explanation"])
+            out.append(diagnosis)
+    return out
+
+
+def check_feedback(message: str, diagnoses: list[dict], status: str, lines: int | None = None) -> str:
+    """What a failed check tells the student, as plain text: its message in the course's words (its first
+    `lines` lines, if given), then a "Looks like: ..." line per diagnosis, as `kata check` shows them (never
+    grader source: messages are written for students)."""
+    said = (course_words(message) if message else status).splitlines()
+    if lines is not None and len(said) > lines:
+        said = [*said[:lines], f"… {len(said) - lines} more lines"]
+    said += [f"{LOOKS_LIKE}: {d['explanation']}" for d in unique_diagnoses(diagnoses)]
+    return "\n".join(said)

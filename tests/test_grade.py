@@ -3,9 +3,12 @@ graded by the real executable, with exact expected scores; resuming, Ctrl-C, and
 
 from __future__ import annotations
 
+import ast
 import csv
+import html
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -18,7 +21,7 @@ import pytest
 from filelock import FileLock
 
 from kata.course import load_course
-from kata.grade import ClassGrades, KataGrade, Submission, find_submissions, report_rows
+from kata.grade import ClassGrades, KataGrade, Submission, _explained, find_submissions, report_rows
 from kata.grading import cgroup, isolation
 from kata.stubs import strip_markers
 from kata.verify import with_mistake
@@ -153,6 +156,91 @@ def test_the_reports_hold_every_student_kata_and_check(graded):
     assert sum(float(c["points"]) for c in alice_91) == pytest.approx(10)
     assert json.loads((out / "grades.json").read_text())["students"] == report["students"]
     assert len((out / "results.jsonl").read_text().splitlines()) == 14
+
+
+def expected_diagnosis(root: Path, kata_id: str, mistake: str) -> tuple[str, str]:
+    """The diagnosis a planted mistake declares it must get (its `# expect:` line), and its explanation as
+    the kata's graders write it (`Mistake("id", "explanation")`): what the student must be told."""
+    kata = load_course(root).find(kata_id)
+    wanted = re.search(r"^#\s*expect:\s*(\S+)", (kata.mistakes_dir / f"{mistake}.py").read_text(), re.MULTILINE)[1]
+    for path in kata.graders.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Mistake" and len(node.args) == 2
+                    and all(isinstance(a, ast.Constant) for a in node.args) and node.args[0].value == wanted):
+                return wanted, node.args[1].value
+    raise AssertionError(f"no Mistake({wanted!r}, ...) in the graders of {kata_id}")
+
+
+def grader_lines(root: Path) -> set[str]:
+    """Lines of the graders distinctive enough that finding one in a student's feedback means a leak."""
+    return {line.strip() for path in (root / "graders").glob("*/*.py") for line in path.read_text().splitlines()
+            if len(line.strip()) >= 30 and not line.strip().startswith(("import ", "from "))}
+
+
+def test_the_reports_carry_each_failed_checks_diagnosis(graded):
+    root, out, report = graded.folder.parent / "course", graded.out, graded.report
+    (no_max_id, no_max), (unbiased_id, unbiased) = (expected_diagnosis(root, "9.1", "no_max_subtraction"),
+                                                    expected_diagnosis(root, "9.2", "unbiased_variance"))
+    bob = by_student(report)["bob"]["9.1"]["checks"]
+    assert all(c["diagnoses"] == [] for c in bob if c["status"] == "passed")
+    assert [c for c in bob if c["diagnoses"] == [{"id": no_max_id, "explanation": no_max}]], "the mistake is named"
+    erin = by_student(report)["erin"]["9.2"]["checks"]
+    assert [c for c in erin if {"id": unbiased_id, "explanation": unbiased} in c["diagnoses"]]
+    assert all(not c["diagnoses"] for k in by_student(report)["alice"].values() if isinstance(k, dict)
+               for c in k["checks"])
+    with open(out / "checks.csv", newline="") as f:
+        checks = list(csv.DictReader(f))
+    named = {(c["student"], c["kata"], c["check"]): c["diagnosis"] for c in checks}
+    assert all(named[("bob", "9.1", c["id"])] == (no_max if c["diagnoses"] else "") for c in bob)
+    assert unbiased in {c["diagnosis"] for c in checks if c["student"] == "erin" and c["kata"] == "9.2"}
+    with open(out / "katas.csv", newline="") as f:
+        katas = {(r["student"], r["kata"]): r for r in csv.DictReader(f)}
+    assert katas[("bob", "9.1")]["diagnoses"] == no_max and katas[("erin", "9.2")]["diagnoses"] == unbiased
+    assert katas[("alice", "9.1")]["diagnoses"] == "" and katas[("dave", "9.1")]["diagnoses"] == ""
+    # A diagnosis is a cell like any other: never a formula in a spreadsheet.
+    assert _explained([{"id": "x", "explanation": "=HYPERLINK(evil)"}]) == "'=HYPERLINK(evil)"
+
+
+def test_each_student_gets_feedback_with_the_reasons(graded):
+    root, feedback = graded.folder.parent / "course", graded.out / "feedback"
+    no_max = expected_diagnosis(root, "9.1", "no_max_subtraction")[1]
+    unbiased = expected_diagnosis(root, "9.2", "unbiased_variance")[1]
+    students = ["=HYPERLINK(evil)", "alice", "bob", "carol", "dave", "erin", "frank"]
+    assert sorted(p.name for p in feedback.iterdir()) == sorted(f"{s}.{x}" for s in students for x in ("md", "html"))
+
+    def markdown(student: str) -> str:  # as it reads once rendered: Markdown's escapes undone
+        return re.sub(r"\\(.)", r"\1", (feedback / f"{student}.md").read_text())
+
+    def page(student: str) -> str:
+        return (feedback / f"{student}.html").read_text()
+
+    bob = markdown("bob")
+    assert "# Feedback for bob" in bob and "**7.5 of 20 points**" in bob
+    assert "## 9.1 Numerically stable softmax: failed, 7.5 of 10 points" in bob and "12 of 16 checks passed." in bob
+    assert f"> **Looks like:** {no_max}" in bob
+    first_failure = next(c for c in by_student(graded.report)["bob"]["9.1"]["checks"] if c["status"] != "passed")
+    assert first_failure["title"] in bob and first_failure["message"].splitlines()[0] in bob
+    assert "## 9.2 Layer normalisation: not implemented yet, 0 of 10 points" in bob
+    stub = bob.split("## 9.2")[1]  # the stub's checks: one line, not a failure each
+    assert "Not implemented yet: " in stub and "### ✗" not in stub
+    assert f"> **Looks like:** {unbiased}" in markdown("erin")
+    dave = markdown("dave")
+    assert "## 9.1 Numerically stable softmax: timeout, 0 of 10 points" in dave
+    assert f"longer than {HANG_BUDGET} s" in dave and "## 9.2 Layer normalisation: crash" in dave
+    assert "Where: 9.1-softmax.py:2" in markdown("carol") and "no file for kata 9.2" in markdown("carol")
+    assert "# Feedback for =HYPERLINK(evil)" in markdown("=HYPERLINK(evil)")
+
+    html_bob = page("bob")
+    assert f"<strong>Looks like:</strong> {no_max}</div>" in html.unescape(html_bob)
+    assert "Numerically stable softmax: <span class=\"failed\">failed</span>, 7.5 of 10 points" in html_bob
+    for student in students:  # self-contained: nothing fetched, nothing run
+        text = page(student)
+        assert text.startswith("<!DOCTYPE html>") and "<style>" in text
+        assert not re.search(r"<script|<link|<img|<iframe|src=|href=|url\(|@import|https?:", text, re.IGNORECASE)
+    # Feedback, never the graders' source.
+    leaked = grader_lines(root)
+    shown = "\n".join(markdown(s) + html.unescape(page(s)) for s in students)
+    assert leaked and not [line for line in leaked if line in shown]
 
 
 def test_the_summary_names_the_problems(graded):

@@ -34,7 +34,7 @@ from kata.runner import GRACE_S
 from tests.conftest import REPO, copy_course
 from tests.test_cli import kata_exe
 from tests.test_course import edit_toml
-from tests.test_grade import CRASH, HANG, HANG_BUDGET, planted, reference, write
+from tests.test_grade import CRASH, HANG, HANG_BUDGET, expected_diagnosis, grader_lines, planted, reference, write
 
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "gradescope-results.schema.json").read_text())
 GRADESCOPE_MEMORY_MB = "768"  # Gradescope's default container
@@ -160,6 +160,11 @@ def test_a_partial_submission_gets_the_points_of_its_passed_checks(autograder):
     tests = by_kata(results)
     failed = [t for t in tests["9.1"] if t["status"] == "failed"]
     assert len(failed) == 4 and all(t["score"] == 0 and t["output"] for t in failed)
+    # Each failed check's output: its message, then the mistake it looks like, as `kata check` says it.
+    _, no_max = expected_diagnosis(root, "9.1", "no_max_subtraction")
+    assert all(t["output"].endswith(f"\nLooks like: {no_max}") for t in failed)
+    assert all("NaN" in t["output"].split("\nLooks like: ")[0] for t in failed)
+    assert not [line for line in grader_lines(root) if any(line in t["output"] for t in results["tests"])]
     (memory,) = tests["9.2"]
     assert memory["score"] == 0 and memory["max_score"] == 10
     assert f"used more than {int(GRADESCOPE_MEMORY_MB) - RESERVE_MB} MiB of memory" in memory["output"]

@@ -453,8 +453,10 @@ def test_a_class_of_forgers_gets_zero_beside_full_marks(tmp_path):
     # Nothing outside the reports changed: not the course (its .ci, its .git), the class, the home.
     for name, (where, before) in watched.items():
         assert _tree(where) == before, name
-    assert sorted(p.name for p in out.iterdir()) == [".kata-grade.key", ".kata-grade.lock", "checks.csv",
+    assert sorted(p.name for p in out.iterdir()) == [".kata-grade.key", ".kata-grade.lock", "checks.csv", "feedback",
                                                       "grades.csv", "grades.json", "katas.csv", "results.jsonl"]
+    feedback = sorted(p.name for p in (out / "feedback").iterdir())
+    assert feedback == sorted(f"{s}.{x}" for s in grades for x in ("md", "html"))
     assert not os.path.exists("/dev/shm/kata-forger")
     assert _processes("sleep 975") == "" and _processes(str(tmp_path)) == ""
 

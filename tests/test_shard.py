@@ -99,6 +99,12 @@ def test_the_union_of_the_shards_is_the_unsharded_run(graded):
                     table = [row[:seconds] + row[seconds + 1:] for row in table]
                 return table
         assert rows("merged") == rows("whole"), name
+    # Each student's feedback is written for the whole class: by the merge, not by a shard, which holds part.
+    feedback = sorted((graded["base"] / "whole" / "feedback").iterdir())
+    assert [p.name for p in feedback] == sorted(f"{s}.{x}" for s in ("alice", "bob", "carol", "dave")
+                                                for x in ("html", "md"))
+    assert all((graded["base"] / "merged" / "feedback" / p.name).read_text() == p.read_text() for p in feedback)
+    assert not [i for i in range(SHARDS) if (graded["base"] / f"shard-{i}" / "feedback").exists()]
 
 
 def test_a_shard_reports_only_its_units_and_each_is_complete(graded):
