@@ -27,6 +27,7 @@ from tests.test_grade import reference, write
 
 BUDGET = 8  # s: kata 9.1's time budget in the course copies, so that the stalling forger costs little
 TIMEOUT = 600
+pytestmark = pytest.mark.slow(seconds=60)
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ def course_report() -> dict:
     return report
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=250)  # the whole course's verify, its fixture
 def test_every_kata_is_sound(course_report):
     report = course_report
     course = load_course(REPO)
