@@ -21,7 +21,7 @@ import pytest
 from filelock import FileLock
 
 from kata.course import load_course
-from kata.grade import ClassGrades, KataGrade, Submission, _explained, find_submissions, report_rows
+from kata.grade import ClassGrades, KataGrade, Submission, _explained, find_submissions, no_formulas, report_rows
 from kata.grading import cgroup, isolation
 from kata.stubs import strip_markers
 from kata.verify import with_mistake
@@ -198,7 +198,7 @@ def test_the_reports_carry_each_failed_checks_diagnosis(graded):
     assert katas[("bob", "9.1")]["diagnoses"] == no_max and katas[("erin", "9.2")]["diagnoses"] == unbiased
     assert katas[("alice", "9.1")]["diagnoses"] == "" and katas[("dave", "9.1")]["diagnoses"] == ""
     # A diagnosis is a cell like any other: never a formula in a spreadsheet.
-    assert _explained([{"id": "x", "explanation": "=HYPERLINK(evil)"}]) == "'=HYPERLINK(evil)"
+    assert no_formulas([[_explained([{"id": "x", "explanation": "=HYPERLINK(evil)"}])]]) == [["'=HYPERLINK(evil)"]]
 
 
 def test_each_student_gets_feedback_with_the_reasons(graded):
