@@ -141,6 +141,10 @@ def run_autograder(autograder, name: str, files: dict[str, str]) -> dict:
     assert results["score"] == pytest.approx(sum(t.get("score", 0) for t in results["tests"]))
     assert {kata: sum(t.get("max_score", 0) for t in tests) for kata, tests in by_kata(results).items()} == \
         {"9.1": pytest.approx(10), "9.2": pytest.approx(10)}
+    kata_points = {line.split()[0]: float(line.rsplit(": ", 1)[1].split(" / ")[0])
+                   for line in results["output"].splitlines()[:2]}  # "9.1 <title>: 7.5 / 10 (failed)"
+    assert {kata: sum(t.get("score", 0) for t in tests) for kata, tests in by_kata(results).items()} == \
+        {kata: pytest.approx(points) for kata, points in kata_points.items()}
     return results
 
 
