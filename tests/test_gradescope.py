@@ -347,7 +347,7 @@ def test_details_after_the_due_date_on_gradescope(autograder):
     results = run_autograder({**autograder, "zip": hidden_zip}, "hidden-details",
                              {"9.1-softmax.py": planted(root, "9.1", "no_max_subtraction"),
                               "9.2-layer-norm.py": reference(root, "9.2")})
-    assert results["score"] == 7.5  # as without visibility rules
+    assert results["score"] == 17.5  # as without visibility rules: 12 of 9.1's 16 checks, all of 9.2's
     tests = by_kata(results)
     large = [t for t in tests["9.1"] if t["visibility"] == "after_due_date"]
     summaries = [t for t in tests["9.1"] if t["visibility"] == "visible" and "score" not in t]
@@ -358,7 +358,7 @@ def test_details_after_the_due_date_on_gradescope(autograder):
     assert all(t["output"].endswith(": the details and points are shown after the due date") for t in summaries)
     assert {t["visibility"] for t in tests["9.2"]} == {"visible", "hidden"}
     assert all("score" not in t for t in tests["9.2"] if t["visibility"] == "visible")
-    assert sum(t["score"] for t in tests["9.2"] if t["visibility"] == "hidden") == 10
+    assert sum(t["score"] for t in tests["9.2"] if t["visibility"] == "hidden") == pytest.approx(10)
 
 
 # ---- isolation and stops on the way --------------------------------------------------------------------------
@@ -388,7 +388,8 @@ def test_an_endless_loop_at_import_still_ends_with_results(autograder):
                                                             "9.2-layer-norm.py": reference(root, "9.2")})
     assert results["score"] == 10 and results["execution_time"] >= HANG_BUDGET
     (timeout,) = by_kata(results)["9.1"]
-    assert timeout["output"].startswith("timeout") and f"longer than {HANG_BUDGET} s" in timeout["output"]
+    assert timeout["output"] == ("timeout (9.1-softmax.py:5): your code ran past the kata's time budget while "
+                                 "importing your file")
 
 
 def test_an_autograder_stopped_on_the_way_leaves_results(autograder):
@@ -459,9 +460,12 @@ def run_setup(tmp_path: Path, image: str, install: int, namespaces: bool,
 
 @pytest.mark.parametrize("image", ["22.04", "24.04"])
 @pytest.mark.parametrize(("install", "namespaces", "said"), [
-    (0, True, "kata setup: bubblewrap installed, and it makes namespaces while the image is built"),
-    (0, False, "kata setup: bubblewrap installed, but it cannot make namespaces while the image is built"),
-    (100, False, "kata setup: bubblewrap could not be installed (apt-get exit code 100): grading goes on without it"),
+    pytest.param(0, True, "kata setup: bubblewrap installed, and it makes namespaces while the image is built",
+                 id="works"),
+    pytest.param(0, False, "kata setup: bubblewrap installed, but it cannot make namespaces while the image is built",
+                 id="no-namespaces"),
+    pytest.param(100, False, "kata setup: bubblewrap could not be installed (apt-get exit code 100): grading goes on "
+                 "without it", id="not-installable"),
 ])
 def test_setup_installs_bubblewrap_or_says_why_not(tmp_path, image, install, namespaces, said):
     done, calls = run_setup(tmp_path, image, install, namespaces)
