@@ -651,7 +651,13 @@ def gradescope() -> None:
                    "refused when the katas' time budgets could add up past it.")
 @click.option("--allow-over-timeout", is_flag=True,
               help="Build even when the katas' time budgets could add up past --timeout (a warning instead).")
-def gradescope_build(out: Path, keys: tuple[str, ...], timeout_s: float | None, allow_over_timeout: bool) -> None:
+@click.option("--visibility", "visibility", multiple=True, metavar="[KATA[:CHECK]=]LEVEL",
+              help="When the details of checks reach the student: visible (default), after_due_date, "
+                   "after_published or hidden, for every check, a kata's or a check's (a test function of its "
+                   "graders, or a pattern: 9.2:test_grad*); the student always sees at once whether it passed. "
+                   "Repeatable; the most specific applies.")
+def gradescope_build(out: Path, keys: tuple[str, ...], timeout_s: float | None, allow_over_timeout: bool,
+                     visibility: tuple[str, ...]) -> None:
     """Write OUT (a .zip) to upload as a Gradescope assignment's autograder: setup.sh, run_autograder and
     the course; each submission is graded exactly as `kata grade` grades it."""
     from kata import grade as grading
@@ -661,7 +667,7 @@ def gradescope_build(out: Path, keys: tuple[str, ...], timeout_s: float | None, 
     katas = select_katas(course, keys)
     try:
         over = gs.check_time(katas, timeout_s, allow_over_timeout)
-        names = gs.build(course, katas, out.resolve())
+        names = gs.build(course, katas, out.resolve(), gs.parse_visibility(course, katas, visibility))
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
     if over:
@@ -675,12 +681,20 @@ def gradescope_build(out: Path, keys: tuple[str, ...], timeout_s: float | None, 
 @click.option("--katas", "keys", multiple=True, metavar="IDS", help="The katas to grade.")
 @click.option("--root", type=click.Path(path_type=Path, file_okay=False), default=Path("/autograder"),
               show_default=True, help="Gradescope's autograder folder (submission/ in, results/ out).")
-def gradescope_run(keys: tuple[str, ...], root: Path) -> None:
+@click.option("--visibility", "visibility", multiple=True, metavar="[KATA[:CHECK]=]LEVEL",
+              help="As `kata gradescope build` wrote it into run_autograder.")
+def gradescope_run(keys: tuple[str, ...], root: Path, visibility: tuple[str, ...]) -> None:
     """What run_autograder runs on Gradescope: grade ROOT/submission, write ROOT/results/results.json."""
+    from kata import grade as grading
     from kata import gradescope as gs
 
     course = open_course()
-    results = gs.run(course, select_katas(course, keys), root)
+    katas = select_katas(course, keys)
+    try:
+        rules = gs.parse_visibility(course, katas, visibility)
+    except grading.GradeError as exc:
+        raise UsageError(str(exc)) from None
+    results = gs.run(course, katas, root, rules)
     render.gradescope_output(results)
 
 

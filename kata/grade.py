@@ -154,6 +154,8 @@ class KataGrade:
     checks: list[dict] = field(default_factory=list)
     graded_at: str = ""
     isolation: str = ""  # the operating-system sandbox it was graded in (`UNSAFE` if none)
+    # what the student's process stood in (`kata.student.walls.Report`: user, namespaces, problem); {} if it never ran
+    walls: dict = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -274,7 +276,8 @@ def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprin
     points = result.points
     return KataGrade(submission.student, kata.id, result.outcome, points, kata.points, _clip(result.message),
                      relative, hashlib.sha256(content).hexdigest(), fingerprint, round(result.seconds, 3), where,
-                     checks, now, f"{sandbox}; {runner.describe_walls(result.walls)}")
+                     checks, now, f"{sandbox}; {runner.describe_walls(result.walls)}",
+                     {k: result.walls[k] for k in ("user", "namespaces", "problem") if k in result.walls})
 
 
 # ---- the class folder -------------------------------------------------------------------------------
