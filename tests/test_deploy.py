@@ -11,6 +11,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -70,17 +71,39 @@ IMAGE_BWRAP = "/usr/bin/bwrap"  # where the image's `apt-get install bubblewrap`
 class Pods:
     """The Jobs' pods run here as Kubernetes would run them: each container's command and arguments, its
     environment (the index in JOB_COMPLETION_INDEX), /class, /grades and the Secret's key where the volumes
-    would be, and the image's PATH: `kata`'s folder, then the system's (no other folder of this machine's)."""
+    would be, and the image's PATH: `kata`'s folder, then the system's (no other folder of this machine's).
+    Run by root, the grading pod's command runs as the pod's user (runAsUser, its fsGroup its group), without
+    capabilities and with no_new_privs (allowPrivilegeEscalation: false), through setpriv(1): bubblewrap then
+    makes its namespaces unprivileged, as in the pod; /grades is the user's and the key readable by its group,
+    as the volume and the Secret would be."""
 
-    def __init__(self, tmp_path: Path):
-        self.root = copy_course(tmp_path / "course")
-        self.folder, self.grades, self.key = tmp_path / "class", tmp_path / "grades", tmp_path / "secret" / "key"
+    def __init__(self, base: Path):
+        self.root = copy_course(base / "course")
+        self.folder, self.grades, self.key = base / "class", base / "grades", base / "secret" / "key"
         write(self.folder / "ann" / "9.1-softmax.py", reference(self.root, "9.1"))
         # Shapes right, values wrong: the checks of shapes and unchanged inputs count only beside one of values: 0.
         write(self.folder / "ben" / "9.1-softmax.py", "def softmax(x, dim=-1):\n    return x\n")
         write(self.key, "0f" * 32 + "\n")
+        self.grades.mkdir()
         self.path = os.pathsep.join([str(Path(kata_exe()).parent), "/usr/bin", "/bin"])
-        self.env = {**os.environ, "KATA_COURSE": str(self.root), "KATA_PROGRESS": str(tmp_path / "p.json")}
+        self.env = {**os.environ, "KATA_COURSE": str(self.root), "KATA_PROGRESS": str(base / "p.json"),
+                    "HOME": str(self.grades)}
+        self.user: tuple[str, ...] = ()
+
+    def as_pod_user(self, job: dict) -> bool:
+        """Run the pod's command as the pod's user from now on, if that user can run this Python (a Python
+        under root's own home cannot be); whether it will."""
+        pod = job["spec"]["template"]["spec"]["securityContext"]
+        uid, gid = pod["runAsUser"], pod["fsGroup"]
+        user = (shutil.which("setpriv"), f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs",
+                "--inh-caps=-all", "--bounding-set=-all")
+        if subprocess.run([*user, "sh", "-c", f'"{Path(kata_exe()).parent}/python" -c pass'], cwd="/").returncode:
+            return False
+        os.chown(self.grades, uid, gid)
+        os.chown(self.key, 0, gid)
+        self.key.chmod(0o440)
+        self.user = user
+        return True
 
     def run(self, job: dict, *, around: tuple[str, ...] = (), path: str | None = None,
             **extra: str) -> subprocess.CompletedProcess:
@@ -88,8 +111,22 @@ class Pods:
         script = container["args"][0].replace("/class", str(self.folder)).replace("/grades", str(self.grades))
         env = {**self.env, **container_env(job), "KATA_GRADE_KEY_FILE": str(self.key), "PATH": path or self.path,
                **extra}
-        return subprocess.run([*around, *container["command"], script], env=env, capture_output=True, text=True,
-                              timeout=300)
+        return subprocess.run([*around, *self.user, *container["command"], script], env=env, capture_output=True,
+                              text=True, timeout=300)
+
+
+@pytest.fixture
+def pods(tmp_path):
+    """Pods in a folder the pod's user can reach where the tests run as root (pytest's own is root's alone)."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        yield Pods(tmp_path)
+        return
+    base = Path(tempfile.mkdtemp(prefix="kata-pods-"))
+    base.chmod(0o755)
+    try:
+        yield Pods(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def grade_job(katas: str = "9.1") -> dict:
@@ -101,17 +138,19 @@ def grade_job(katas: str = "9.1") -> dict:
     return job
 
 
-def test_the_jobs_commands_grade_and_merge_a_class(tmp_path):
+def test_the_jobs_commands_grade_and_merge_a_class(pods):
     """Each pod's command, run here as the Job would run it in the image (bubblewrap where the image puts
-    it), then the merge Job's: every student graded once, in the sandbox, merged whole."""
-    pods = Pods(tmp_path)
+    it; as the pod's user, where the tests run as root), then the merge Job's: every student graded once,
+    in the sandbox, merged whole."""
     if shutil.which("bwrap", path=pods.path) != IMAGE_BWRAP:
         pytest.skip(f"bubblewrap is not at {IMAGE_BWRAP} here, where the image has it")
     job = grade_job()
+    as_pod_user = os.geteuid() == 0 and pods.as_pod_user(job)
     for index in range(job["spec"]["completions"]):
         done = pods.run(job, JOB_COMPLETION_INDEX=str(index))
         assert done.returncode == 0, done.stderr[-2000:]
     (merge,) = documents("merge-job.yaml")
+    pods.user = ()  # the merge Job's pod runs no student code
     done = pods.run(merge)
     assert done.returncode == 0, done.stderr[-2000:]
     grades = pods.grades
@@ -120,15 +159,18 @@ def test_the_jobs_commands_grade_and_merge_a_class(tmp_path):
     assert report["isolation"].startswith("bubblewrap")
     assert (grades / "merged" / "canvas.csv").read_text().splitlines()[0].endswith(',"Transformer katas, unit 9"')
     assert not list(grades.rglob(".kata-grade.key")), "the journals are signed with the Secret's key only"
+    if as_pod_user:
+        uid = job["spec"]["template"]["spec"]["securityContext"]["runAsUser"]
+        assert {p.stat().st_uid for p in grades.glob("shard-*/grades.json")} == {uid}
 
 
-def test_where_the_pod_cannot_sandbox_its_command_refuses_and_says_why(tmp_path):
+def test_where_the_pod_cannot_sandbox_its_command_refuses_and_says_why(pods, tmp_path):
     """The grading pod's command where its conditions are not met exits 2, before grading anything, naming
     what is missing: bubblewrap not in the image (a PATH without it: the image before it installed it), a
     masked /proc (a pod without procMount: Unmasked: here a mount namespace with /proc/keys covered, as
     container runtimes cover it) and no user namespaces (here a user namespace whose
-    user.max_user_namespaces is 0). The last two need root and unshare(1), else they are skipped."""
-    pods = Pods(tmp_path)
+    user.max_user_namespaces is 0). The last two need root and unshare(1), else they are skipped; the masked
+    /proc meets the pod's user, the missing user namespaces root (the only user such a namespace maps)."""
     job = grade_job()
     count = job["spec"]["completions"]
     index = str(next(i for i in range(count) if Shard(i, count).holds("ann", "9.1")))  # a pod with a unit to grade
@@ -146,10 +188,12 @@ def test_where_the_pod_cannot_sandbox_its_command_refuses_and_says_why(tmp_path)
         pytest.skip("a masked /proc and no user namespaces are simulated with root's unshare(1)")
     masked = (unshare, "--mount", "--propagation", "private", "sh", "-c",
               'mount --bind /dev/null /proc/keys && exec "$@"', "-")
+    pods.as_pod_user(job)
     done = pods.run(job, around=masked, JOB_COMPLETION_INDEX=index)
     said = " ".join(done.stderr.split())
     assert done.returncode == 2 and "Can't mount proc" in said and "/proc is masked" in said, said
     assert "procMount: Unmasked" in said and "hostUsers: false" in said
+    pods.user = ()  # a user namespace mapping root alone: the pod's user is not in it
     no_namespaces = (unshare, "--user", "--map-root-user", "sh", "-c",
                      'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"', "-")
     done = pods.run(job, around=no_namespaces, JOB_COMPLETION_INDEX=index)
