@@ -637,7 +637,7 @@ def grade_merge(out: Path, shard_dirs: tuple[Path, ...], key_file: Path | None, 
     course = open_course()
     out = out.resolve()
     try:
-        key = grading.read_key(key_file, out) if key_file else None
+        key = grading.read_key(key_file, out, *shard_dirs) if key_file else None
         state = merge_shards(course, out, [d.resolve() for d in shard_dirs], key)
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None

@@ -422,13 +422,14 @@ class Journal:
 KEY_MIN_CHARS = 32
 
 
-def read_key(path: Path, out: Path) -> bytes:
+def read_key(path: Path, *folders: Path) -> bytes:
     """The instructor's journal key (`--key-file`): the whole file, at least KEY_MIN_CHARS characters, kept
-    outside the output folder `out` (a key in the folder it signs protects nothing from whoever writes it)."""
+    outside the output `folders` it signs or verifies (there, whoever can write them could replace it)."""
     path = path.resolve()
-    if path == out.resolve() or out.resolve() in path.parents:
-        raise GradeError(f"--key-file {path} is inside the output folder {out}: keep the key elsewhere (whoever can "
-                         "write the output folder could then re-sign its journal)")
+    for folder in folders:
+        if folder.resolve() in path.parents:
+            raise GradeError(f"--key-file {path} is inside the output folder {folder}: keep the key elsewhere "
+                             "(whoever can write that folder could replace it and re-sign the journal)")
     try:
         key = path.read_bytes().strip()
     except OSError as exc:

@@ -224,6 +224,10 @@ def test_shards_and_the_merge_need_a_key_kept_outside_their_folders(graded, tmp_
     inside.write_text("a" * 64)
     within = kata("grade", folder, "--shard", "1/3", "--out", str(tmp_path / "s1"), "--key-file", str(inside), env=env)
     assert within.returncode == 2 and "is inside the output folder" in " ".join(within.stderr.split())
+    in_a_shard = kata("grade", "merge", str(tmp_path / "m"), *shards[:2], str(tmp_path / "s1"), "--key-file",
+                      str(inside), env=env)
+    assert in_a_shard.returncode == 2 and f"is inside the output folder {tmp_path / 's1'}" in \
+        " ".join(in_a_shard.stderr.split())
     short = tmp_path / "short.key"
     short.write_text("secret\n")
     weak = kata("grade", "merge", str(tmp_path / "m"), *shards, "--key-file", str(short), env=env)
