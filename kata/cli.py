@@ -536,6 +536,13 @@ def _read_roster(formats: tuple[str, ...], roster: Path | None, students: list[s
         raise UsageError(str(exc)) from None
 
 
+_key_file_option = click.option(
+    "--key-file", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None,
+    envvar="KATA_GRADE_KEY_FILE", show_envvar=True,
+    help="A secret of at least 32 characters (`openssl rand -hex 32 > FILE`), kept outside the output folders, "
+         "that signs the journal (and verifies it). The same for every shard and the merge, which need it.")
+
+
 @main.group(cls=_GradeGroup, invoke_without_command=False)
 def grade() -> None:
     """For instructors: grade a class (`kata grade SUBMISSIONS`), or merge shards (`kata grade merge`)."""
@@ -559,12 +566,13 @@ def grade() -> None:
 @click.option("--unsafe-no-sandbox", is_flag=True,
               help="Grade without the operating-system sandbox (bubblewrap) where there is none: the students' "
                    "code then runs with your permissions. The reports say so.")
+@_key_file_option
 @_export_options
 @json_option
 def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], students: tuple[str, ...],
                 jobs: int | None, restart: bool, shard_text: str | None, unsafe_no_sandbox: bool,
-                formats: tuple[str, ...], assignment: str | None, per_kata: bool, roster: Path | None,
-                absent_blank: bool, as_json: bool) -> None:
+                key_file: Path | None, formats: tuple[str, ...], assignment: str | None, per_kata: bool,
+                roster: Path | None, absent_blank: bool, as_json: bool) -> None:
     """For instructors: grade every student's folder (or .zip) in SUBMISSIONS against the katas.
 
     Each graded unit runs in a bubblewrap sandbox (`kata doctor` says whether there is one). Writes
@@ -581,6 +589,7 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
     out = (out or submissions.with_name(submissions.name + "-grades")).resolve()
     try:
         shard = grading.Shard.parse(shard_text) if shard_text else None
+        key = grading.read_key(key_file, out) if key_file else None
         found = grading.find_submissions(submissions, out / "unpacked", students)
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
@@ -594,7 +603,7 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
         with render.GradeProgress(console) as bar:
             state = grading.grade_class(course, found, katas, out, jobs=jobs or usable_cpus(), restart=restart,
                                         on_start=bar.start, on_result=bar.result, shard=shard,
-                                        unsafe_no_sandbox=unsafe_no_sandbox)
+                                        unsafe_no_sandbox=unsafe_no_sandbox, key=key)
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
     _lms_exports(course, state, out, formats, assignment, per_kata, matched, absent_blank, console)
@@ -608,15 +617,19 @@ def grade_class(submissions: Path, out: Path | None, keys: tuple[str, ...], stud
 @grade.command("merge")
 @click.argument("out", type=click.Path(path_type=Path, file_okay=False))
 @click.argument("shard_dirs", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
+@_key_file_option
 @_export_options
 @json_option
-def grade_merge(out: Path, shard_dirs: tuple[Path, ...], formats: tuple[str, ...], assignment: str | None,
-                per_kata: bool, roster: Path | None, absent_blank: bool, as_json: bool) -> None:
-    """Put together the output folders of `kata grade --shard I/N` (all N of them) into OUT: the usual
-    reports, and one journal that `kata grade SUBMISSIONS --out OUT` goes on from.
+def grade_merge(out: Path, shard_dirs: tuple[Path, ...], key_file: Path | None, formats: tuple[str, ...],
+                assignment: str | None, per_kata: bool, roster: Path | None, absent_blank: bool,
+                as_json: bool) -> None:
+    """Put together the output folders of `kata grade --shard I/N --key-file KEY` (all N of them) into OUT:
+    the usual reports, and one journal that `kata grade SUBMISSIONS --out OUT --key-file KEY` goes on from.
+    Each shard's journal is verified with KEY (the shards' own folders hold no key to trust).
 
     Exit code: 0 every unit graded, 1 some were not (a shard interrupted, or internal errors: grade
-    that shard again and merge again), 2 the folders are not the N shards of one class.
+    that shard again and merge again), 2 the folders are not the N shards of one class, or a shard's
+    journal holds lines not signed with KEY.
     """
     from kata import grade as grading
     from kata.shard import merge_shards
@@ -624,7 +637,8 @@ def grade_merge(out: Path, shard_dirs: tuple[Path, ...], formats: tuple[str, ...
     course = open_course()
     out = out.resolve()
     try:
-        state = merge_shards(course, out, [d.resolve() for d in shard_dirs])
+        key = grading.read_key(key_file, out, *shard_dirs) if key_file else None
+        state = merge_shards(course, out, [d.resolve() for d in shard_dirs], key)
     except grading.GradeError as exc:
         raise UsageError(str(exc)) from None
     console = render.make_console(stderr=as_json)

@@ -337,15 +337,19 @@ def _unzip(student: str, archive: Path, target: Path) -> Submission:
 class Journal:
     """The finished grades of a class, one JSON line each, appended and flushed as each is known.
 
-    Each line is signed (HMAC-SHA256, after a tab) with a key kept beside it (`.kata-grade.key`, readable
-    by its owner only) that the graded units never see: they run in a sandbox without the output folder.
-    A line without a valid signature (forged, edited, or cut short) is not used: its unit is graded again."""
+    Each line is signed (HMAC-SHA256, after a tab) with `key`, the instructor's (`read_key`), or else a key
+    kept beside it (`.kata-grade.key`, readable by its owner only). The graded units see neither: they run
+    in a sandbox without the output folder. A line without a valid signature (forged, edited, signed with
+    another key, or cut short) is not used: its unit is graded again. A key beside the journal protects it
+    only from the units; whoever can write the folder can re-sign it, so a shard's journal, which a merge
+    trusts, is signed with the instructor's key, kept elsewhere."""
 
     KEY = ".kata-grade.key"
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, key: bytes | None = None):
         self.path = path
-        self._key: bytes | None = None
+        self._key = key
+        self.signed_otherwise = 0  # lines of the last `load` whole, but signed with another key
 
     @property
     def key(self) -> bytes:
@@ -370,20 +374,24 @@ class Journal:
 
     def load(self) -> tuple[dict[tuple[str, str], KataGrade], int]:
         """The grades by (student, kata), the last line for each winning, and the number of lines that
-        could not be used (cut short by an interruption, or not signed with this journal's key)."""
+        could not be used (cut short by an interruption, or not signed with this journal's key). Of those,
+        `signed_otherwise` counts the whole lines with a signature of another key: a crash cuts a line's
+        end, its signature, so these were written or edited on purpose (or with another key)."""
         grades: dict[tuple[str, str], KataGrade] = {}
-        unreadable = 0
+        unreadable = self.signed_otherwise = 0
         with contextlib.suppress(FileNotFoundError), open(self.path, encoding="utf-8") as f:
             for line in f:
                 if not line.strip():
                     continue
                 payload, _, mac = line.rstrip("\n").rpartition("\t")
                 try:
-                    if not hmac.compare_digest(mac, self._sign(payload)):
-                        raise ValueError("not signed with this journal's key")
                     grade = KataGrade(**json.loads(payload))
                 except (ValueError, TypeError):
                     unreadable += 1
+                    continue
+                if not hmac.compare_digest(mac, self._sign(payload)):
+                    unreadable += 1
+                    self.signed_otherwise += len(mac) == 64
                     continue
                 grades[grade.key] = grade
         return grades, unreadable
@@ -412,6 +420,27 @@ class Journal:
         aside = self.path.with_name(f"results-{stamp}.jsonl")
         self.path.rename(aside)
         return aside
+
+
+KEY_MIN_CHARS = 32
+
+
+def read_key(path: Path, *folders: Path) -> bytes:
+    """The instructor's journal key (`--key-file`): the whole file, at least KEY_MIN_CHARS characters, kept
+    outside the output `folders` it signs or verifies (there, whoever can write them could replace it)."""
+    path = path.resolve()
+    for folder in folders:
+        if folder.resolve() in path.parents:
+            raise GradeError(f"--key-file {path} is inside the output folder {folder}: keep the key elsewhere "
+                             "(whoever can write that folder could replace it and re-sign the journal)")
+    try:
+        key = path.read_bytes().strip()
+    except OSError as exc:
+        raise GradeError(f"--key-file {path} cannot be read: {exc.strerror or exc}") from None
+    if len(key) < KEY_MIN_CHARS:
+        raise GradeError(f"--key-file {path} holds {len(key)} characters, fewer than {KEY_MIN_CHARS}: make one with "
+                         "`openssl rand -hex 32 > FILE`")
+    return key
 
 
 # ---- the class --------------------------------------------------------------------------------------
@@ -491,14 +520,19 @@ def interrupt_on(*names: str) -> None:
 def grade_class(course: Course, submissions: list[Submission], katas: list[Kata], out: Path, *, jobs: int = 1,
                 restart: bool = False, on_start: Callable[[int, int], None] | None = None,
                 on_result: Callable[[KataGrade, bool], None] | None = None, shard: Shard | None = None,
-                unsafe_no_sandbox: bool = False) -> ClassGrades:
+                unsafe_no_sandbox: bool = False, key: bytes | None = None) -> ClassGrades:
     """Grade every kata of every submission (or the units of `shard`), `jobs` units at a time, journaled in `out`.
 
     Each unit runs in the operating-system sandbox (`kata.grading.isolation`); where there is none,
     `GradeError`, unless `unsafe_no_sandbox` (the reports then say so, and a later run with the sandbox
-    grades those units again). `on_start(to_grade, reused)` is called once the work is known and
-    `on_result(grade, reused)` for each unit. Ctrl-C stops the run (the running children are ended): what
-    was finished is kept, and the result says `interrupted`. The reports are written in every case."""
+    grades those units again). The journal is signed with `key` (`read_key`), else with a key of its own
+    beside it; a shard needs `key`, with which `kata grade merge` verifies it. `on_start(to_grade, reused)`
+    is called once the work is known and `on_result(grade, reused)` for each unit. Ctrl-C stops the run (the
+    running children are ended): what was finished is kept, and the result says `interrupted`. The reports
+    are written in every case."""
+    if shard is not None and key is None:
+        raise GradeError("--shard needs --key-file: the merge trusts a shard's journal only if it is signed with a "
+                         "key kept outside the shard's folder, the same for every shard and the merge")
     support = isolation.probe()
     if not support.available and not unsafe_no_sandbox:
         raise GradeError(f"grading for credit needs an operating-system sandbox, and there is none here: "
@@ -508,7 +542,7 @@ def grade_class(course: Course, submissions: list[Submission], katas: list[Kata]
     lock = lock_output(out)
     try:
         started = time.perf_counter()
-        journal = Journal(out / JOURNAL)
+        journal = Journal(out / JOURNAL, key)
         if restart:
             journal.set_aside()
         previous, unreadable = journal.load()

@@ -2,11 +2,15 @@
 (`kata grade merge OUT SHARD_DIRS...`).
 
 Each shard grades the units (student, kata) that hash to it (`kata.grade.Shard`) into its own output
-folder, with its own journal and reports. The merge reads each shard's journal through `Journal.load`
-(the journal's own reading, whatever it verifies) and the class it graded from its `grades.json`, checks
-that the shards are the N parts of one class graded with the same graders, and writes the usual reports
-and one journal holding every result into OUT, which `kata grade SUBMISSIONS --out OUT` can then go on
-from (a resubmitted file is graded again, nothing else)."""
+folder, with its own journal and reports. Every shard and the merge are given one key, kept outside the
+shards' folders (`--key-file`, `kata.grade.read_key`): the shards sign their journals with it and the
+merge reads each journal through `Journal.load` with it, never with a key found in a shard's folder
+(whoever can write the folder could have re-signed its journal with that). A shard whose journal holds
+lines signed with another key is refused, named. The merge takes the class a shard graded from its
+`grades.json`, checks that the shards are the N parts of one class graded with the same graders, and
+writes the usual reports and one journal holding every result (signed with the key) into OUT, which
+`kata grade SUBMISSIONS --out OUT --key-file KEY` can then go on from (a resubmitted file is graded
+again, nothing else)."""
 
 from __future__ import annotations
 
@@ -50,10 +54,14 @@ def _isolation(shards: list[tuple[Path, Shard, dict]]) -> str:
     return " | ".join(f"shard {name}: {isolation or 'not recorded'}" for _, name, isolation in said)
 
 
-def merge_shards(course: Course, out: Path, folders: list[Path]) -> ClassGrades:
-    """The grades of the N shards in `folders`, written to `out` (reports and journal). A GradeError when
-    they are not the N parts of one class (a shard missing or twice, other students or katas, or a kata
-    graded with other graders in another shard)."""
+def merge_shards(course: Course, out: Path, folders: list[Path], key: bytes | None) -> ClassGrades:
+    """The grades of the N shards in `folders`, their journals verified with `key`, written to `out` (reports
+    and journal). A GradeError without `key`, when they are not the N parts of one class (a shard missing or
+    twice, other students or katas, or a kata graded with other graders in another shard), or when a journal
+    holds lines signed with another key."""
+    if key is None:
+        raise GradeError("kata grade merge needs --key-file (or KATA_GRADE_KEY_FILE): the key the shards signed "
+                         "their journals with")
     started = time.perf_counter()
     shards = [(folder, *_read_shard(folder)) for folder in folders]
     counts = {shard.count for _, shard, _ in shards}
@@ -85,7 +93,12 @@ def merge_shards(course: Course, out: Path, folders: list[Path]) -> ClassGrades:
     grades: dict[tuple[str, str], KataGrade] = {}
     unreadable = 0
     for folder, shard, _ in shards:
-        loaded, bad = Journal(folder / JOURNAL).load()
+        journal = Journal(folder / JOURNAL, key)
+        loaded, bad = journal.load()
+        if journal.signed_otherwise:
+            raise GradeError(f"{folder / JOURNAL}: {journal.signed_otherwise} line(s) not signed with the key of "
+                             "--key-file (written or edited by someone else, or that shard was graded with another "
+                             "key): nothing merged. Grade that shard again with the key (--restart), then merge")
         unreadable += bad
         # A journal may also hold lines of earlier runs of that folder: only the shard's own units count.
         grades.update({key: g for key, g in loaded.items()
@@ -98,7 +111,7 @@ def merge_shards(course: Course, out: Path, folders: list[Path]) -> ClassGrades:
 
     lock = lock_output(out)
     try:
-        journal = Journal(out / JOURNAL)
+        journal = Journal(out / JOURNAL, key)
         journal.set_aside()
         order = {(s, k): i for i, (s, k) in enumerate((s, k) for s, _ in students for k in kata_ids)}
         for key in sorted(grades, key=order.__getitem__):

@@ -4,6 +4,8 @@ merge into exactly the grades of the unsharded run; the Canvas gradebook of both
 from __future__ import annotations
 
 import csv
+import hashlib
+import hmac
 import io
 import json
 import os
@@ -25,6 +27,7 @@ from tests.test_cli import kata_exe
 from tests.test_grade import planted, reference, write
 
 SHARDS = 3
+KEY = b"an instructor's key of 32 chars!"
 
 
 def make_small_class(root: Path, folder: Path) -> None:
@@ -59,7 +62,10 @@ def graded(tmp_path_factory):
                       "\"Liddell, Alice\",101,S-1,alice,Mon,4\n\"Builder, Bob\",102,S-2,bob,Tue,5\n"
                       "\"Carroll, Carol\",103,S-3,carol,Mon,3\n\"Dee, Dave\",104,S-4,dave,Tue,\n"
                       "\"Absent, Eve\",105,S-5,eve,Wed,2\n")  # no folder: handed nothing in
-    env = {**os.environ, "KATA_COURSE": str(root), "KATA_PROGRESS": str(base / "p.json")}
+    key = base / "grade.key"  # the instructor's, outside every output folder
+    key.write_text("6b61746120677261646520746573742073686172646b6579\n")
+    env = {**os.environ, "KATA_COURSE": str(root), "KATA_PROGRESS": str(base / "p.json"),
+           "KATA_GRADE_KEY_FILE": str(key)}
     canvas = ("--format", "canvas", "--roster", str(roster), "--assignment", "Katas (555)")
     whole = kata("grade", str(folder), "--katas", "9.1,9.2", "--jobs", "2", "--out", str(base / "whole"), "--json",
                  *canvas, env=env)
@@ -73,7 +79,7 @@ def graded(tmp_path_factory):
     merged = kata("grade", "merge", str(base / "merged"), *[str(base / f"shard-{i}") for i in range(SHARDS)],
                   "--json", *canvas, env=env)
     assert merged.returncode == 0, merged.stderr[-3000:]
-    return {"base": base, "folder": folder, "env": env, "whole": json.loads(whole.stdout), "shards": shards,
+    return {"base": base, "folder": folder, "env": env, "key": key, "whole": json.loads(whole.stdout), "shards": shards,
             "merged": json.loads(merged.stdout), "said": {"whole": whole.stderr, "merged": merged.stderr}}
 
 
@@ -111,6 +117,7 @@ def test_a_shard_reports_only_its_units_and_each_is_complete(graded):
     for index, report in enumerate(graded["shards"]):
         shard = Shard(index, SHARDS)
         assert report["shard"] == f"{index}/{SHARDS}" and report["complete"]
+        assert not (graded["base"] / f"shard-{index}" / Journal.KEY).exists(), "signed with the instructor's key"
         assert set(unit_results(report)) == {(s, k) for s, k in product(["alice", "bob", "carol", "dave"],
                                                                          ["9.1", "9.2"]) if shard.holds(s, k)}
 
@@ -159,6 +166,86 @@ def test_merge_refuses_what_is_not_the_n_shards_of_one_class(graded, tmp_path):
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
     bad = kata("grade", str(graded["folder"]), "--shard", "3/3", env=env)
     assert bad.returncode == 2 and "I must be from 0 to N-1" in bad.stderr
+
+
+def _forge(folder: Path, student: str, kata_id: str, sign) -> None:
+    """Append to a shard's journal the student's line for the kata, turned into full marks and signed by `sign`."""
+    journal = folder / JOURNAL
+    payload = next(json.loads(line.rpartition("\t")[0]) for line in journal.read_text().splitlines()
+                   if line.startswith(f'{{"student": "{student}", "kata": "{kata_id}"'))
+    payload.update(outcome="passed", points=payload["max_points"], message="")
+    text = json.dumps(payload, ensure_ascii=False)
+    with open(journal, "a", encoding="utf-8") as f:
+        f.write(text + "\t" + sign(text.encode()) + "\n")
+
+
+def test_a_shard_journal_re_signed_with_a_key_from_its_folder_is_refused_by_the_merge(graded, tmp_path):
+    """Whoever can write a shard's folder forges carol's 0 into 10 and re-signs it with every key the folder
+    holds (or, holding none, one of their own put there): the merge verifies with the instructor's key only,
+    and refuses that shard, named. Signed with the instructor's key, the same line would be merged."""
+    base, env = graded["base"], graded["env"]
+    holder = next(i for i in range(SHARDS) if Shard(i, SHARDS).holds("carol", "9.1"))
+    for i in range(SHARDS):
+        shutil.copytree(base / f"shard-{i}", tmp_path / f"shard-{i}")
+    folder = tmp_path / f"shard-{holder}"
+    found = [p for p in folder.rglob("*") if p.is_file() and "key" in p.name.lower()]
+    if not found:
+        (folder / Journal.KEY).write_text("00" * 32 + "\n")
+        found = [folder / Journal.KEY]
+    for key_file in found:
+        key = bytes.fromhex(key_file.read_text().strip())
+        _forge(folder, "carol", "9.1", lambda text, key=key: hmac.new(key, text, hashlib.sha256).hexdigest())
+    shards = [str(tmp_path / f"shard-{i}") for i in range(SHARDS)]
+    refused = kata("grade", "merge", str(tmp_path / "merged"), *shards, "--json", env=env)
+    said = " ".join(refused.stderr.split())
+    assert refused.returncode == 2, refused.stdout[-2000:]
+    assert f"{folder / JOURNAL}: {len(found)} line(s) not signed with the key of --key-file" in said, said
+    assert "nothing merged" in said and not (tmp_path / "merged").exists()
+
+    # The forgery itself is well formed: signed with the instructor's key it would be taken, so the key decides.
+    shutil.rmtree(folder)
+    shutil.copytree(base / f"shard-{holder}", folder)
+    secret = graded["key"].read_bytes().strip()
+    _forge(folder, "carol", "9.1", lambda text: hmac.new(secret, text, hashlib.sha256).hexdigest())
+    taken = kata("grade", "merge", str(tmp_path / "merged"), *shards, "--json", env=env)
+    assert taken.returncode == 0, taken.stderr[-2000:]
+    assert unit_results(json.loads(taken.stdout))[("carol", "9.1")]["points"] == 10
+
+
+def test_shards_and_the_merge_need_a_key_kept_outside_their_folders(graded, tmp_path):
+    env = {k: v for k, v in graded["env"].items() if k != "KATA_GRADE_KEY_FILE"}
+    folder, shards = str(graded["folder"]), [str(graded["base"] / f"shard-{i}") for i in range(SHARDS)]
+    bare = kata("grade", folder, "--shard", "0/3", "--out", str(tmp_path / "s0"), env=env)
+    assert bare.returncode == 2 and "--shard needs --key-file" in " ".join(bare.stderr.split()), bare.stderr
+    merge = kata("grade", "merge", str(tmp_path / "m"), *shards, env=env)
+    assert merge.returncode == 2 and "kata grade merge needs --key-file" in " ".join(merge.stderr.split())
+    (tmp_path / "s1").mkdir()
+    inside = tmp_path / "s1" / "grade.key"
+    inside.write_text("a" * 64)
+    within = kata("grade", folder, "--shard", "1/3", "--out", str(tmp_path / "s1"), "--key-file", str(inside), env=env)
+    assert within.returncode == 2 and "is inside the output folder" in " ".join(within.stderr.split())
+    in_a_shard = kata("grade", "merge", str(tmp_path / "m"), *shards[:2], str(tmp_path / "s1"), "--key-file",
+                      str(inside), env=env)
+    assert in_a_shard.returncode == 2 and f"is inside the output folder {tmp_path / 's1'}" in \
+        " ".join(in_a_shard.stderr.split())
+    short = tmp_path / "short.key"
+    short.write_text("secret\n")
+    weak = kata("grade", "merge", str(tmp_path / "m"), *shards, "--key-file", str(short), env=env)
+    assert weak.returncode == 2 and "holds 6 characters, fewer than 32" in " ".join(weak.stderr.split())
+    assert not (tmp_path / "m").exists() and not (tmp_path / "s0").exists()
+
+
+def test_a_journal_signed_with_the_instructors_key_leaves_no_key_beside_it(tmp_path):
+    journal = Journal(tmp_path / JOURNAL, b"k" * 32)
+    journal.append(KataGrade("ann", "9.1", "passed", 10.0, 10.0))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [JOURNAL]
+    assert journal.load()[0][("ann", "9.1")].points == 10
+    other = Journal(tmp_path / JOURNAL, b"o" * 32)
+    assert other.load() == ({}, 1) and other.signed_otherwise == 1
+    line = (tmp_path / JOURNAL).read_text()
+    with open(tmp_path / JOURNAL, "a") as f:  # a line whose signature a crash cut short: not signed otherwise
+        f.write(line[:-11])
+    assert journal.load()[1] == 1 and journal.signed_otherwise == 0
 
 
 def test_shards_partition_the_units_stably():
@@ -216,7 +303,7 @@ def test_the_merge_carries_the_isolation_the_shards_recorded(tmp_path):
             folder.mkdir(parents=True)
             for student in students:
                 if shard.holds(student, "9.1"):
-                    Journal(folder / JOURNAL).append(KataGrade(student, "9.1", "passed", 10.0, 10.0,
+                    Journal(folder / JOURNAL, KEY).append(KataGrade(student, "9.1", "passed", 10.0, 10.0,
                                                                isolation=isolation))
             (folder / "grades.json").write_text(json.dumps({
                 "schema": SCHEMA, "shard": str(shard), "katas": [{"id": "9.1"}], "isolation": isolation,
@@ -225,10 +312,10 @@ def test_the_merge_carries_the_isolation_the_shards_recorded(tmp_path):
         return folders
 
     course = load_course(REPO)
-    same = merge_shards(course, tmp_path / "same-out", shards("same", [safe, safe]))
+    same = merge_shards(course, tmp_path / "same-out", shards("same", [safe, safe]), KEY)
     assert same.complete and same.isolation == safe
     assert json.loads((tmp_path / "same-out" / "grades.json").read_text())["isolation"] == safe
-    mixed = merge_shards(course, tmp_path / "mixed-out", shards("mixed", [safe, unsafe, safe]))
+    mixed = merge_shards(course, tmp_path / "mixed-out", shards("mixed", [safe, unsafe, safe]), KEY)
     assert mixed.isolation == f"shard 0/3: {safe} | shard 1/3: {unsafe} | shard 2/3: {safe}"
     shown = Console(file=io.StringIO(), width=200)
     render.grade_summary(shown, mixed, mixed.reports, tmp_path / "mixed-out")

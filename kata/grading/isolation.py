@@ -55,6 +55,10 @@ ENABLE_USER_NAMESPACES = (
     "`kernel.apparmor_restrict_unprivileged_userns=0` in /etc/sysctl.d/60-kata-userns.conf), or give "
     "/usr/bin/bwrap an AppArmor profile with `userns,`; older Debian: `sudo sysctl -w "
     "kernel.unprivileged_userns_clone=1`; elsewhere check `sysctl user.max_user_namespaces` is above 0")
+IN_A_POD = (
+    "in a container (a Kubernetes pod), the pod needs user namespaces (`hostUsers: false`), seccomp and AppArmor "
+    "profiles that allow them (`Unconfined`) and an unmasked /proc (`procMount: Unmasked`), as "
+    "deploy/kubernetes/grade-job.yaml sets them")
 INSTALL = "install bubblewrap: `sudo apt-get install bubblewrap` (Debian, Ubuntu), `sudo dnf install bubblewrap`"
 
 
@@ -88,19 +92,23 @@ class Support:
 
 @functools.cache
 def probe() -> Support:
-    """Find bwrap and try it once (a sandbox that runs `true`): user namespaces may be off."""
+    """Find bwrap and try it once (a sandbox that runs `true`, with the user namespace and the /proc a unit's
+    has): user namespaces may be off, or /proc masked (a container's)."""
     tool = shutil.which("bwrap")
     if tool is None:
         return Support(None, problem=f"bubblewrap (bwrap) is not installed: {INSTALL}")
     try:
         version = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=30).stdout.split()[-1]
-        trial = subprocess.run([tool, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
-                               capture_output=True, text=True, timeout=30)
+        trial = subprocess.run([tool, "--unshare-all", "--unshare-user", "--die-with-parent", "--ro-bind", "/", "/",
+                                "--proc", "/proc", "true"], capture_output=True, text=True, timeout=30)
     except (OSError, IndexError, subprocess.TimeoutExpired) as exc:
         return Support(tool, problem=f"{tool} does not run: {exc}")
     if trial.returncode != 0:
         why = (trial.stderr.strip().splitlines() or ["no message"])[-1]
-        return Support(tool, version, f"{tool} cannot make a sandbox here ({why}): {ENABLE_USER_NAMESPACES}")
+        if "mount proc" in why:  # a container's runtime masks parts of /proc: the kernel refuses a new one
+            return Support(tool, version, f"{tool} cannot make a sandbox here ({why}): /proc is masked; {IN_A_POD}")
+        return Support(tool, version,
+                       f"{tool} cannot make a sandbox here ({why}): {ENABLE_USER_NAMESPACES}; {IN_A_POD}")
     return Support(tool, version)
 
 
