@@ -213,6 +213,11 @@ class _Results(_Drain):
                     self.on_event(record)
 
 
+# CPython 3.11's AST converter keeps its recursion depth in state that threads share (gh-106905): two runs
+# parsing at once (verify's and a pool's threads) can fail with "AST constructor recursion depth mismatch".
+_PARSING = threading.Lock()
+
+
 def precheck(kata: Kata, path: Path) -> KataResult | None:
     """The outcomes decided by reading the file: missing, syntax error, forbidden built-ins."""
     try:
@@ -223,12 +228,14 @@ def precheck(kata: Kata, path: Path) -> KataResult | None:
     except (OSError, UnicodeDecodeError) as exc:
         return KataResult(kata.id, str(path), IMPORT_ERROR, f"cannot read {path}: {exc}")
     try:
-        ast.parse(source, filename=str(path))
+        with _PARSING:
+            ast.parse(source, filename=str(path))
     except SyntaxError as exc:
         code = (exc.text or "").rstrip("\n").strip()
         return KataResult(kata.id, str(path), SYNTAX_ERROR, f"{type(exc).__name__}: {exc.msg}",
                           frames=[Frame(str(path), exc.lineno or 0, "", code)])
-    violations = scan(source, kata.forbidden)
+    with _PARSING:
+        violations = scan(source, kata.forbidden)
     if violations:
         names = sorted({v.name for v in violations})
         return KataResult(kata.id, str(path), FORBIDDEN,

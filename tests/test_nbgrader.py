@@ -401,7 +401,7 @@ def round_trip(tmp_path_factory):
             os.environ["KATA_COURSE"] = saved
 
 
-@pytest.mark.slow(seconds=100)  # the round trip, its fixture
+@pytest.mark.slow(seconds=250)  # the round trip, its fixture
 def test_validate_passes_on_the_source_notebooks(round_trip):
     code, output = round_trip["validate"]
     assert code == 0 and output.count("Success! Your notebook passes all the tests.") == len(ROUND_TRIP), output

@@ -27,6 +27,9 @@ from kata.pool import Pool
 from kata.verify import with_mistake
 from tests.conftest import CORRECT_SOFTMAX, children_of, copy_course, wait_until
 
+# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 8 s a test.
+pytestmark = pytest.mark.slow(seconds=8)
+
 TIMEOUT = 180  # generous for a loaded machine, except where the timeout is the point
 
 

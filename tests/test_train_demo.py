@@ -31,7 +31,7 @@ def demo(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
                           env={**os.environ, "COLUMNS": "160"})
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=20)
 def test_a_finished_course_learns_the_copy_task(course):
     solve(course)
     result = demo("--json")
@@ -96,7 +96,7 @@ def test_an_unknown_task_is_a_usage_error(course_root):
     assert result.returncode == 2 and "'sort' is not one of 'copy', 'reverse'" in result.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=20)
 def test_a_finished_course_learns_the_reversal_task(course):
     solve(course)
     result = demo("--json", "--task", "reverse")
@@ -106,7 +106,7 @@ def test_a_finished_course_learns_the_reversal_task(course):
     assert "The reverse task" in result.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=20)
 def test_a_padding_mask_mistake_fails_the_reversal_task_that_the_copy_task_lets_through(course):
     """9.9 with the planted mistake (its encoder ignores the source padding mask): the copy task, evaluated
     as it was trained, still learns; the reversal task, whose evaluations carry more padding, does not."""
