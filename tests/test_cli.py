@@ -18,9 +18,6 @@ from kata.cli import main
 from kata.stubs import derive_stub
 from tests.conftest import CORRECT_SOFTMAX
 
-# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 4 s a test.
-pytestmark = pytest.mark.slow(seconds=4)
-
 
 @pytest.fixture
 def cli(course_root):

@@ -29,9 +29,6 @@ from tests.conftest import REPO, copy_course
 from tests.test_cli import kata_exe
 from tests.test_course import edit_toml
 
-# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 12 s a test.
-pytestmark = pytest.mark.slow(seconds=12)
-
 HANG_BUDGET = 8  # s: kata 9.1's time budget in the class's course copy, so the hanging student costs little
 HANG = "def softmax(x, dim=-1):\n    while True:\n        pass\n"
 CRASH = "import os\n\nos._exit(3)\n"

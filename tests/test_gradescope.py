@@ -42,9 +42,6 @@ from tests.test_cli import kata_exe
 from tests.test_course import edit_toml
 from tests.test_grade import CRASH, HANG, HANG_BUDGET, expected_diagnosis, grader_lines, planted, reference, write
 
-# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 6 s a test.
-pytestmark = pytest.mark.slow(seconds=6)
-
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "gradescope-results.schema.json").read_text())
 GRADESCOPE_MEMORY_MB = "768"  # Gradescope's default container
 

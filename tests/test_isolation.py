@@ -29,9 +29,6 @@ from kata.pool import Pool
 from tests.conftest import CORRECT_SOFTMAX, REPO
 from tests.test_cli import kata_exe
 
-# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 10 s a test.
-pytestmark = pytest.mark.slow(seconds=10)
-
 TIMEOUT = 180
 WRONG = "    return torch.exp(x) / 2\n"
 MARK = "kata-walls-983"  # in the name of every file the probes write and of the process they leave behind

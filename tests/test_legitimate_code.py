@@ -25,9 +25,6 @@ import pytest
 
 from kata import runner
 
-# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 12 s a test.
-pytestmark = pytest.mark.slow(seconds=12)
-
 TIMEOUT = 300  # about correctness, not speed: generous for a loaded machine
 EVERY_CALL = 20
 SAMPLE = 25

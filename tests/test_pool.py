@@ -27,9 +27,6 @@ from kata.pool import Pool
 from kata.verify import with_mistake
 from tests.conftest import CORRECT_SOFTMAX, children_of, copy_course, wait_until
 
-# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 8 s a test.
-pytestmark = pytest.mark.slow(seconds=8)
-
 TIMEOUT = 180  # generous for a loaded machine, except where the timeout is the point
 
 
@@ -182,10 +179,11 @@ EXPECTED = {"rewrites its process": runner.FAILED, "kills its parent": runner.FA
 
 
 @pytest.mark.parametrize("case", list(HARMFUL))
-def test_a_harmful_unit_is_reported_as_cold_and_leaves_the_pool_sound(course, any_pool, student_file, case):
+def test_a_harmful_unit_is_reported_as_cold_and_leaves_the_pool_sound(request, course, student_file, case):
+    """On the sandboxed pool, the one that grades for credit (the plain one shares its code)."""
     if case == "runs out of memory" and not sys.platform.startswith("linux"):
         pytest.skip("RLIMIT_DATA is enforced on Linux")
-    pool, how = any_pool
+    pool, how = pool_of_kind(request, "sandboxed")
     body, kwargs = HARMFUL[case]
     assert_pool_grades_correctly(course, pool, student_file, **how)  # the zygote of 9.1's kind is up
     zygotes = pool.pids()

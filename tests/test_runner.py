@@ -23,9 +23,6 @@ from kata import outcomes, pool, runner
 from kata.grading import plugin, protocol
 from tests.conftest import CORRECT_SOFTMAX, alive
 
-# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 6 s a test.
-pytestmark = pytest.mark.slow(seconds=6)
-
 
 def grade(course, path, **kwargs):
     return runner.run_kata(course, course.find("9.1"), path, **kwargs)

@@ -25,9 +25,6 @@ from kata.course import load_course
 from kata.runner import Check, KataResult
 from tests.conftest import CORRECT_SOFTMAX, REPO
 
-# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 12 s a test.
-pytestmark = pytest.mark.slow(seconds=12)
-
 TMUX = shutil.which("tmux") is not None and sys.platform != "win32"
 # The loop on one line: the line a stack sample names does not depend on where in the loop it lands.
 LOOP = "import torch\n\n\ndef softmax(x, dim=-1):\n    n = 0\n    while True: n += 1\n"

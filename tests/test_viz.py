@@ -27,9 +27,6 @@ from kata.viz.figure import Heatmap, Lines
 from tests.conftest import REPO
 from tests.test_cli import kata_exe
 
-# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 3 s a test.
-pytestmark = pytest.mark.slow(seconds=3)
-
 PICTURES = [k.id for k in load_course(REPO).with_pictures]  # the katas with pictures, as course.toml says
 KINDS = {"9.3": ["attention"], "9.4": ["attention"], "9.6": ["similarity", "signal"],
          "9.8": ["positional-encoding"], "9.10": ["schedule", "training", "copy-attention"]}

@@ -22,9 +22,6 @@ from kata.course import load_course
 from kata.pool import Pool
 from tests.conftest import CORRECT_SOFTMAX, alive, children_of, wait_until
 
-# For the order of the files on pytest-xdist's workers (tests/conftest.py): about 12 s a test.
-pytestmark = pytest.mark.slow(seconds=12)
-
 pexpect = pytest.importorskip("pexpect")
 
 TERMINAL = sys.platform != "win32"
