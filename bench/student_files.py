@@ -118,12 +118,18 @@ def judge(kata: Kata, kind: str, path: Path, result: KataResult, reviews: dict) 
     return graded
 
 
-def grade(course: Course, katas: list[Kata], jobs: int) -> list[Graded]:
-    """Every student file of `katas`, through one queue of `jobs` warm zygotes (the capstone's first)."""
-    reviews = tomllib.loads(REVIEW.read_text(encoding="utf-8")) if REVIEW.exists() else {}
-    order = queue_order(katas)
-    tasks = [(kata, kind, path) for kata in order for kind, path in student_files(kata)]
-    with open_pool(course, jobs, warm_imports=order[0].warm_imports if order else ()) as pool, \
+def tasks_of(katas: list[Kata]) -> list[tuple[Kata, str, Path]]:
+    """Every student file of `katas` as (kata, kind, path), in the order the queue takes them (the capstone's
+    first: its runs are the longest)."""
+    return [(kata, kind, path) for kata in queue_order(katas) for kind, path in student_files(kata)]
+
+
+def grade(course: Course, tasks: list[tuple[Kata, str, Path]], jobs: int, reviews: dict | None = None) -> list[Graded]:
+    """Grade each (kata, kind, path) through one queue of `jobs` warm zygotes; `reviews` defaults to review.toml."""
+    if reviews is None:
+        reviews = tomllib.loads(REVIEW.read_text(encoding="utf-8")) if REVIEW.exists() else {}
+    warm_imports = tasks[0][0].warm_imports if tasks else ()
+    with open_pool(course, jobs, warm_imports=warm_imports) as pool, \
             ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
         # A wrong file settles early, as a planted mistake does in `kata verify`: once a check has failed, the
         # `verdict_only` checks (the capstone's training), which name no mistake, are skipped.
@@ -224,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     katas = [course.find(k) for k in args.katas] if args.katas else list(course.katas)
     katas = [k for k in course.katas if k in katas]  # course order
     started = time.perf_counter()
-    graded = grade(course, katas, args.jobs)
+    graded = grade(course, tasks_of(katas), args.jobs)
     wall = time.perf_counter() - started
     if args.json:
         print(json.dumps({"wall_seconds": round(wall, 1), "summary": summary(graded),
