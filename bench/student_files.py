@@ -25,7 +25,7 @@ Those judgements live in `bench/students/review.toml`, one table per wrong file:
 A file whose diagnoses differ from the reviewed ones is counted "unreviewed" (its judgement is stale);
 `--review-template` prints a table to fill for every such file.
 
-    python bench/student_files.py [KATA ...] [--jobs N] [--json] [--review-template]
+    python bench/student_files.py [KATA ...] [--jobs N] [--json] [--review-template] [--replay RUN.json]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import sys
 import time
 import tomllib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from kata.course import Course, Kata, load_course
@@ -107,12 +107,7 @@ def judge(kata: Kata, kind: str, path: Path, result: KataResult, reviews: dict) 
     graded = Graded(kata.id, kind, name, first_line(path), result.outcome, result.points, result.max_points,
                     result.seconds, [{"id": i, "explanation": e} for i, e in sorted(diagnoses.items())],
                     [c.title for c in result.checks if not c.passed])
-    if kind == "wrong" and graded.diagnoses:
-        review = reviews.get(name)
-        if review and sorted(review.get("diagnoses", [])) == graded.ids and review.get("verdict") in VERDICTS:
-            graded.review, graded.why = review["verdict"], review.get("why", "")
-        else:
-            graded.review = "unreviewed"
+    apply_review(graded, reviews)
     if graded.outcome != PASSED and not result.checks:
         graded.failing = [result.message.splitlines()[0] if result.message else graded.outcome]
     return graded
@@ -124,10 +119,36 @@ def tasks_of(katas: list[Kata]) -> list[tuple[Kata, str, Path]]:
     return [(kata, kind, path) for kata in queue_order(katas) for kind, path in student_files(kata)]
 
 
+def apply_review(graded: Graded, reviews: dict) -> None:
+    """A wrong file's judgement from review.toml, if it was made on the diagnoses the file has now."""
+    graded.review, graded.why = "", ""
+    if graded.kind == "wrong" and graded.diagnoses:
+        review = reviews.get(graded.name)
+        if review and sorted(review.get("diagnoses", [])) == graded.ids and review.get("verdict") in VERDICTS:
+            graded.review, graded.why = review["verdict"], review.get("why", "")
+        else:
+            graded.review = "unreviewed"
+
+
+def load_reviews() -> dict:
+    return tomllib.loads(REVIEW.read_text(encoding="utf-8")) if REVIEW.exists() else {}
+
+
+def replay(path: Path) -> tuple[list[Graded], float]:
+    """The files of an earlier `--json` run, judged again with today's review.toml (nothing is graded)."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    names = {f.name for f in fields(Graded)}
+    graded = [Graded(**{k: v for k, v in f.items() if k in names}) for f in data["files"]]
+    reviews = load_reviews()
+    for g in graded:
+        apply_review(g, reviews)
+    return graded, data["wall_seconds"]
+
+
 def grade(course: Course, tasks: list[tuple[Kata, str, Path]], jobs: int, reviews: dict | None = None) -> list[Graded]:
     """Grade each (kata, kind, path) through one queue of `jobs` warm zygotes; `reviews` defaults to review.toml."""
     if reviews is None:
-        reviews = tomllib.loads(REVIEW.read_text(encoding="utf-8")) if REVIEW.exists() else {}
+        reviews = load_reviews()
     warm_imports = tasks[0][0].warm_imports if tasks else ()
     with open_pool(course, jobs, warm_imports=warm_imports) as pool, \
             ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
@@ -135,8 +156,10 @@ def grade(course: Course, tasks: list[tuple[Kata, str, Path]], jobs: int, review
         # `verdict_only` checks (the capstone's training), which name no mistake, are skipped.
         futures = [threads.submit(run_kata, course, kata, path, seed=0, devices="all", pool=pool,
                                   runs_at_once=jobs, settle_early=kind == "wrong") for kata, kind, path in tasks]
-        graded = [judge(kata, kind, path, future.result(), reviews)
-                  for (kata, kind, path), future in zip(tasks, futures, strict=True)]
+        graded = []
+        for (kata, kind, path), future in zip(tasks, futures, strict=True):
+            graded.append(judge(kata, kind, path, future.result(), reviews))
+            print(f"[{len(graded)}/{len(tasks)}] {graded[-1].name}: {graded[-1].outcome}", file=sys.stderr, flush=True)
     rank = {kata.id: i for i, kata in enumerate(course.katas)}
     return sorted(graded, key=lambda g: (rank[g.kata], g.kind, g.name))
 
@@ -225,13 +248,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print every file's result as JSON")
     parser.add_argument("--review-template", action="store_true",
                         help="print review.toml tables to fill for the unreviewed diagnoses")
+    parser.add_argument("--replay", type=Path, metavar="JSON",
+                        help="report an earlier --json run again, with today's review.toml, instead of grading")
     args = parser.parse_args(argv)
     course = load_course(REPO)
     katas = [course.find(k) for k in args.katas] if args.katas else list(course.katas)
     katas = [k for k in course.katas if k in katas]  # course order
-    started = time.perf_counter()
-    graded = grade(course, tasks_of(katas), args.jobs)
-    wall = time.perf_counter() - started
+    if args.replay:
+        graded, wall = replay(args.replay)
+        graded = [g for g in graded if g.kata in {k.id for k in katas}]
+    else:
+        started = time.perf_counter()
+        graded = grade(course, tasks_of(katas), args.jobs)
+        wall = time.perf_counter() - started
     if args.json:
         print(json.dumps({"wall_seconds": round(wall, 1), "summary": summary(graded),
                           "files": [asdict(g) | {"full_marks": g.full_marks, "named": g.named,
