@@ -68,6 +68,7 @@ def test_the_rule():
     assert not scoring.is_critical_run("cpu", "float64") and not scoring.is_critical_run("cuda", "float32")
 
 
+@pytest.mark.slow(seconds=10)
 def test_a_failed_critical_check_caps_the_kata(course, softmax_file, tmp_path):
     """Wrong values on ordinary inputs: both runs of the values fail, the shapes pass (5 of 10 points' worth),
     capped at 4 of 10. Without the marker, the same file keeps its checks' share."""
@@ -83,6 +84,7 @@ def test_a_failed_critical_check_caps_the_kata(course, softmax_file, tmp_path):
     assert runtime.score_of(unmarked, 10.0) == 5.0
 
 
+@pytest.mark.slow(seconds=5)
 def test_an_edge_run_of_a_critical_check_costs_only_its_share(course, softmax_file, tmp_path):
     """The float64 run of a critical check is an edge contract: failing it costs that run's share, no cap."""
     result = graded(course, softmax_file, tmp_path, WRONG_IN_FLOAT64)
@@ -90,6 +92,7 @@ def test_an_edge_run_of_a_critical_check_costs_only_its_share(course, softmax_fi
     assert result.points == 7.5 and result.cap is None and runtime.score_of(result, 10.0) == 7.5
 
 
+@pytest.mark.slow(seconds=5)
 def test_a_critical_check_a_crash_left_unrun_caps_too(course, softmax_file, tmp_path):
     """Which checks are critical is planned in the import record, before the student's code runs: a critical
     check that never ran (the student's process ended first) did not pass."""
@@ -108,6 +111,7 @@ def test_a_critical_check_a_crash_left_unrun_caps_too(course, softmax_file, tmp_
     assert result.points == 2.5 and runtime.score_of(result, 10.0) == 2.5  # 1 of 4 passed: below the cap
 
 
+@pytest.mark.slow(seconds=30)
 def test_a_model_breaking_planted_mistake_costs_most_of_the_kata_an_edge_one_its_share(course):
     """9.7: a causal mask that hides the diagonal breaks every decoder built on it (19.35 of 20 points before
     the cap); one made on the CPU whatever device is asked for is an edge contract."""

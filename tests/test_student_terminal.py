@@ -215,6 +215,8 @@ def assert_rows_add_up(out: str) -> None:
     passed, runs, points, max_points = footer.groups()
     assert sum(int(r[0]) for r in rows) == int(passed) and sum(int(r[1]) for r in rows) == int(runs)
     earned = sum(float(r[2]) if r[2] else float(r[3]) for r in rows)
+    cap = re.search(r"^ ! capped .*?−([\d.]+) pt\s*$", out, re.MULTILINE)  # a failed critical check's row
+    earned -= float(cap.group(1)) if cap else 0.0
     assert round(earned, 2) == float(points) and round(sum(float(r[3]) for r in rows), 2) == float(max_points)
 
 
