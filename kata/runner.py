@@ -581,7 +581,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
     if stream.problems:
         result.outcome = INTERNAL_ERROR
         result.message = f"the results of the checks are cut or garbled ({stream.problems[0]}): the judge failed"
-        result.points = 0.0
+        result.points, result.cap, result.critical_failed = 0.0, None, []
         return result
     if imported is not None and imported.get("status") != protocol.IMPORT_OK:
         result.outcome = {protocol.TIMEOUT: TIMEOUT, protocol.CRASH: CRASH}.get(imported["status"], imported["status"])
