@@ -1,6 +1,6 @@
 """What planted mistakes cost: each one graded as `kata verify` grades it (the reference solution with the
 mistake appended), its points of the kata's, and the critical checks it failed (those that cap the score:
-see "How points are weighed" in docs/authors.md).
+see "How points are weighed" in docs/authors.md) with the points the passed checks are worth.
 
     python bench/severity.py 9.7 [9.2 ...] [--only causal_mask_diagonal_blocked ...] [--cpu-only]
 """
@@ -37,7 +37,9 @@ def main() -> None:
                 result = run_kata(course, kata, student, devices="cpu" if args.cpu_only else "all")
                 failed = sum(not c.passed for c in result.checks)
                 capped = getattr(result, "critical_failed", None)
-                why = f"  capped: {', '.join(capped)}" if capped else ""
+                # Without the cap: what the passed checks are worth (the points before critical checks existed).
+                why = (f"  capped from {result.points + result.capped_off:.2f}: {', '.join(capped)}" if capped
+                       else "")
                 print(f"{kata.id} {path.stem:40s} {result.points:6.2f} of {result.max_points:g}"
                       f"  ({result.outcome}, {failed} of {len(result.checks)} checks failed){why}", flush=True)
 
