@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 from io import StringIO
 from pathlib import Path
 
+import jsonschema
 import pytest
 from rich.console import Console
 
@@ -21,6 +23,7 @@ from kata.runner import Check, KataResult
 from kata.verify import with_mistake
 from tests.conftest import CORRECT_SOFTMAX, REPO
 from tests.test_classroom import reporter_points
+from tests.test_gradescope import SCHEMA as GRADESCOPE_SCHEMA
 
 # Four checks of one point: a critical one of the values (float32 and float64 runs on the CPU), two of shapes.
 GRADERS = '''import torch
@@ -173,10 +176,12 @@ def test_every_report_of_a_capped_grade_adds_up_to_it():
     assert checks_csv[-1]["check"] == "cap" and checks_csv[-1]["points"] == -3.5
     katas_csv = dict(zip(rows["katas.csv"][0], rows["katas.csv"][1], strict=True))
     assert katas_csv["points"] == 4 and katas_csv["capped"].startswith("capped at 40%")
-    # Gradescope: the tests' scores add up to the kata's
-    tests = gs._tests(kata, grade, Visibility())
-    assert sum(t["score"] for t in tests) == pytest.approx(4.0) and tests[-1]["name"].endswith(": cap")
-    assert sum(t["max_score"] for t in tests) == 10
+    # Gradescope: the tests' scores add up to the kata's, in a results.json of Gradescope's format
+    results = gs._results([kata], [grade], Visibility(), time.perf_counter(), 768)
+    jsonschema.validate(results, GRADESCOPE_SCHEMA)
+    tests = results["tests"]
+    assert sum(t["score"] for t in tests) == pytest.approx(results["score"]) == 4.0
+    assert tests[-1]["name"].endswith(": cap") and sum(t["max_score"] for t in tests) == 10
     # GitHub Classroom: the reporter's table and its notice both say 4
     data = classroom.result(kata, grade)
     assert reporter_points([data]) == pytest.approx((4.0, 4.0))
