@@ -38,8 +38,9 @@ def main() -> None:
                 failed = sum(not c.passed for c in result.checks)
                 capped = getattr(result, "critical_failed", None)
                 # Without the cap: what the passed checks are worth (the points before critical checks existed).
-                why = (f"  capped from {result.points + result.capped_off:.2f}: {', '.join(capped)}" if capped
-                       else "")
+                why = f"  critical failed: {', '.join(capped)}" if capped else ""
+                if result.capped_off > 0:
+                    why += f" (capped from {result.points + result.capped_off:.2f})"
                 print(f"{kata.id} {path.stem:40s} {result.points:6.2f} of {result.max_points:g}"
                       f"  ({result.outcome}, {failed} of {len(result.checks)} checks failed){why}", flush=True)
 
