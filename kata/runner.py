@@ -559,7 +559,8 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
             result.output = event.get("output", "")
             announced = event.get("checks")
             planned = event.get("weights")
-            critical = [c for c in event.get("critical") or [] if isinstance(c, str)]
+            listed = event.get("critical")
+            critical = [c for c in listed if isinstance(c, str)] if isinstance(listed, list) else []
             result.known_diagnoses = list(event.get("diagnoses") or [])
             imported = event
         elif event["event"] == "begin":
