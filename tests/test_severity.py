@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 import time
+from dataclasses import replace
 from io import StringIO
 from pathlib import Path
 
@@ -20,12 +21,12 @@ from kata.grade import ClassGrades, KataGrade, Submission, report_rows
 from kata.gradescope import Visibility
 from kata.nbgrader import runtime
 from kata.runner import Check, KataResult
-from kata.verify import with_mistake
+from kata.verify import KataReport, _conclude, _judge_reference, _Plan, _Task, with_mistake
 from tests.conftest import CORRECT_SOFTMAX, REPO
 from tests.test_classroom import reporter_points
 from tests.test_gradescope import SCHEMA as GRADESCOPE_SCHEMA
 
-# Four checks of one point: a critical one of the values (float32 and float64 runs on the CPU), two of shapes.
+# Four checks of one point: the values' (critical; a float32 and a float64 run on the CPU), two of shapes.
 GRADERS = '''import torch
 import pytest
 
@@ -198,3 +199,16 @@ def test_every_grader_marks_few_critical_checks_and_no_structural_one():
                     assert "pytest.mark.structural" not in names, (path.name, node.name)
                     marked.append(node.name)
         assert 1 <= len(marked) <= 4, (path.name, marked)
+
+
+def test_verify_refuses_a_kata_without_a_critical_check():
+    kata = load_course(REPO).find("9.1")
+    passing = [Check("a", "A", "passed", points=10.0)]
+
+    def run(checks):
+        result = KataResult("9.1", "x.py", runner.PASSED, checks=checks, points=10.0, max_points=10.0)
+        plan = _Plan(kata, KataReport("9.1", kata.title), [_Task(Path("x.py"), lambda r: _judge_reference(r, 0))])
+        return _conclude(plan, [result]).problems
+
+    assert any("no check is marked critical" in p for p in run(passing))
+    assert not run([replace(passing[0], critical=True)])
