@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import difflib
 import inspect
 import io
 import json
@@ -45,8 +44,20 @@ from cosmic_ray.ast import ast_nodes, get_ast
 from cosmic_ray.mutating import mutate_code
 
 from kata.course import Course, Kata, load_course
+from kata.grading import protocol
 from kata.pool import open_pool
-from kata.runner import PASSED, KataResult, run_kata
+from kata.runner import (
+    CRASH,
+    EXCEPTION,
+    IMPORT_ERROR,
+    MEMORY,
+    NOT_IMPLEMENTED,
+    PASSED,
+    SYNTAX_ERROR,
+    TIMEOUT,
+    KataResult,
+    run_kata,
+)
 from kata.verify import queue_order
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,6 +65,7 @@ EQUIVALENT = REPO / "bench" / "mutants" / "equivalent.toml"
 LOCALISED = "fault-in-"
 TARGET_CAUGHT = 0.98
 TARGET_NAMED = 0.80
+RAISED = (EXCEPTION, IMPORT_ERROR, SYNTAX_ERROR, CRASH, TIMEOUT, MEMORY)  # outcomes of a file that raised or hung
 
 
 def operators() -> list[str]:
@@ -84,7 +96,7 @@ class Mutant:
     points: float = 0.0
     max_points: float = 0.0
     diagnoses: list[str] = field(default_factory=list)
-    raised: bool = False  # a failing check ended with an exception in the student's code, or the file did
+    statuses: dict[str, int] = field(default_factory=dict)  # how many checks ended with each status
     seconds: float = 0.0
     equivalent: str | None = None  # the reason, from the table
 
@@ -97,6 +109,17 @@ class Mutant:
         return self.outcome != PASSED or self.points < self.max_points
 
     @property
+    def raised(self) -> bool:
+        """An exception in the student's code ended a check, or the whole file (whose traceback shows the line)."""
+        return self.outcome in RAISED or bool(self.statuses.get(protocol.ERROR))
+
+    @property
+    def told_not_implemented(self) -> bool:
+        """Reported as an unwritten stub ("not implemented yet"): torch's own NotImplementedError (an operation
+        with no kernel for the dtype) taken for the stub's. A wrong message: the code is written."""
+        return self.outcome == NOT_IMPLEMENTED or bool(self.statuses.get(NOT_IMPLEMENTED))
+
+    @property
     def named(self) -> bool:
         return self.caught and any(not d.startswith(LOCALISED) for d in self.diagnoses)
 
@@ -107,7 +130,8 @@ class Mutant:
     def to_dict(self) -> dict:
         data = asdict(self)
         del data["code"]
-        return data | {"caught": self.caught, "named": self.named, "localised": self.localised}
+        return data | {"caught": self.caught, "named": self.named, "localised": self.localised, "raised": self.raised,
+                       "told_not_implemented": self.told_not_implemented}
 
 
 def _code_only(line: str) -> str:
@@ -203,7 +227,7 @@ def judge(mutant: Mutant, result: KataResult) -> Mutant:
     mutant.outcome, mutant.seconds = result.outcome, result.seconds
     mutant.points, mutant.max_points = result.points, result.max_points
     mutant.diagnoses = sorted({d["id"] for c in result.checks for d in c.diagnoses})
-    mutant.raised = result.outcome not in (PASSED, "failed") or any(c.status == "error" for c in result.checks)
+    mutant.statuses = dict(Counter(c.status for c in result.checks))
     return mutant
 
 
@@ -242,6 +266,7 @@ def summarise(mutants: list[Mutant]) -> dict:
     row = {"mutants": len(mutants), "equivalent": len(mutants) - len(live), "caught": len(caught),
            "named": sum(m.named for m in live), "localised": sum(m.localised for m in live),
            "raised": sum(m.caught and m.raised and not m.named and not m.localised for m in live),
+           "told_not_implemented": sum(m.told_not_implemented for m in live),
            "survivors": [m.to_dict() for m in live if not m.caught]}
     row["caught_share"] = len(caught) / len(live) if live else 1.0
     row["named_or_localised_share"] = (row["named"] + row["localised"]) / len(live) if live else 1.0
@@ -300,11 +325,14 @@ def main(argv: list[str] | None = None) -> int:
                           "stale_equivalent": [list(k) for k in stale],
                           "equivalent_but_caught": [m.to_dict() for m in wrong]}, indent=2))
         return 0 if ok else 1
-    print(f"{'kata':<6}{'mutants':>8}{'equiv':>7}{'caught':>8}{'named':>7}{'local':>7}{'raised':>8}"
+    print(f"{'kata':<6}{'mutants':>8}{'equiv':>7}{'caught':>8}{'named':>7}{'local':>7}{'raised':>8}{'stub?':>7}"
           f"{'caught %':>10}{'named|loc %':>13}")
     for kata, row in [*report.items(), ("all", everything)]:
         print(f"{kata:<6}{row['mutants']:>8}{row['equivalent']:>7}{row['caught']:>8}{row['named']:>7}"
-              f"{row['localised']:>7}{row['raised']:>8}{row['caught_share']:>10.1%}{row['named_or_localised_share']:>13.1%}")
+              f"{row['localised']:>7}{row['raised']:>8}{row['told_not_implemented']:>7}"
+              f"{row['caught_share']:>10.1%}{row['named_or_localised_share']:>13.1%}")
+    print("raised: no diagnosis, but an exception in the student's code (its traceback shows the line); stub?: "
+          "told 'not implemented yet' (torch's NotImplementedError taken for the stub's), a wrong message")
     print(f"\ntargets: caught >= {TARGET_CAUGHT:.0%} of the non-equivalent mutants, named or localised >= "
           f"{TARGET_NAMED:.0%}: {'met' if ok else 'NOT met'}")
     for kata, row in report.items():
