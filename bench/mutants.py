@@ -58,7 +58,6 @@ from kata.runner import (
     KataResult,
     run_kata,
 )
-from kata.verify import queue_order
 
 REPO = Path(__file__).resolve().parents[1]
 EQUIVALENT = REPO / "bench" / "mutants" / "equivalent.toml"
@@ -235,8 +234,9 @@ def grade(course: Course, mutants: dict[str, list[Mutant]], *, jobs: int = 1,
           on_done=None) -> dict[str, list[Mutant]]:
     """Grade every mutant (kata id -> its mutants) as `kata verify` grades a planted mistake; `on_done` is
     called with each mutant once it is judged."""
-    katas = [course.find(k) for k in mutants]
-    order = queue_order(katas)
+    # The cheapest katas first (course order; the capstone, whose runs train, last): a run cut short still
+    # has whole katas. The katas whose zygotes import the same modules stay together (`kata verify`'s rule).
+    order = sorted((course.find(k) for k in mutants), key=lambda k: (k.warm_imports, k.time_budget_s))
     with tempfile.TemporaryDirectory(prefix="kata-mutants-") as tmp, \
             open_pool(course, jobs, warm_imports=order[0].warm_imports if order else ()) as pool, \
             ThreadPoolExecutor(max_workers=max(1, jobs)) as threads:
@@ -278,8 +278,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("katas", nargs="*", metavar="KATA", help="kata ids or slugs (default: every kata)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants graded at a time (default 1)")
     parser.add_argument("--json", action="store_true", help="the whole report as JSON on stdout")
-    parser.add_argument("--replay", type=Path, metavar="JSON",
-                        help="grade nothing: judge the mutants of an earlier --json report against the table now")
+    parser.add_argument("--record", type=Path, metavar="JSONL",
+                        help="append each mutant to this file as soon as it is graded (one JSON object a line)")
+    parser.add_argument("--replay", type=Path, metavar="FILE",
+                        help="grade nothing: judge the mutants of an earlier --json report (or --record file) "
+                             "against the table as it is now")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     course = load_course(REPO)
@@ -287,9 +290,16 @@ def main(argv: list[str] | None = None) -> int:
     table = load_equivalent()
     mutants, skipped = {}, {}
     if args.replay:
-        earlier = json.loads(args.replay.read_text(encoding="utf-8"))["katas"]
+        text = args.replay.read_text(encoding="utf-8")
+        if args.replay.suffix == ".jsonl":  # a --record file: the mutants graded so far, no skip counts
+            earlier: dict = {}
+            for line in text.splitlines():
+                mutant = json.loads(line)
+                earlier.setdefault(mutant["kata"], {"all": [], "skipped": {}})["all"].append(mutant)
+        else:
+            earlier = json.loads(text)["katas"]
+        fields = set(Mutant.__dataclass_fields__)
         for kata in (k for k in katas if k.id in earlier):
-            fields = set(Mutant.__dataclass_fields__)
             mutants[kata.id] = [Mutant(**{k: v for k, v in m.items() if k in fields})
                                 for m in earlier[kata.id]["all"]]
             skipped[kata.id] = Counter(earlier[kata.id]["skipped"])
@@ -308,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
                 else "caught") if mutant.caught else ("equivalent" if mutant.equivalent else "SURVIVED")
         print(f"[{done['n']}/{total}] {mutant.kata} {mutant.operator} line {mutant.line}: {mark} "
               f"{','.join(mutant.diagnoses)} ({mutant.seconds:.1f} s)", file=sys.stderr, flush=True)
+        if args.record:
+            with args.record.open("a", encoding="utf-8") as record:
+                record.write(json.dumps(mutant.to_dict()) + "\n")
 
     if not args.replay:
         grade(course, mutants, jobs=args.jobs, on_done=progress)
