@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import inspect
 import io
 import json
@@ -67,7 +68,8 @@ TARGET_NAMED = 0.80
 RAISED = (EXCEPTION, IMPORT_ERROR, SYNTAX_ERROR, CRASH, TIMEOUT, MEMORY)  # outcomes of a file that raised or hung
 
 
-def operators() -> list[str]:
+@functools.cache
+def operators() -> tuple[str, ...]:
     """Cosmic Ray's core operators that need no arguments (the variable replacer and inserter are for causal
     experiments on a named variable), in its own order."""
     names = []
@@ -75,7 +77,7 @@ def operators() -> list[str]:
         params = list(inspect.signature(cosmic_ray.plugins.get_operator(name).__init__).parameters.values())[1:]
         if all(p.default is not p.empty for p in params if p.kind is p.POSITIONAL_OR_KEYWORD):
             names.append(name)
-    return names
+    return tuple(names)
 
 
 @dataclass
