@@ -224,6 +224,25 @@ def load_equivalent(path: Path = EQUIVALENT) -> dict[tuple, str]:
             for e in table.get("equivalent", [])}
 
 
+def read_report(path: Path) -> dict[str, dict]:
+    """The mutants of an earlier run, kata id -> {"all": its mutants, "skipped": counts}: a `--json` report, or
+    a `--record` file (`.jsonl`, several runs' may be joined: a mutant recorded twice counts once)."""
+    text = path.read_text(encoding="utf-8")
+    fields = set(Mutant.__dataclass_fields__)
+    if path.suffix == ".jsonl":
+        rows = [json.loads(line) for line in text.splitlines()]
+        katas = {row["kata"]: {"all": [], "skipped": {}} for row in rows}
+    else:
+        katas = json.loads(text)["katas"]
+        rows = [m for data in katas.values() for m in data["all"]]
+        for data in katas.values():
+            data["all"] = []
+    unique = {m.key: m for m in (Mutant(**{k: v for k, v in row.items() if k in fields}) for row in rows)}
+    for mutant in unique.values():
+        katas[mutant.kata]["all"].append(mutant)
+    return katas
+
+
 def judge(mutant: Mutant, result: KataResult) -> Mutant:
     mutant.outcome, mutant.seconds = result.outcome, result.seconds
     mutant.points, mutant.max_points = result.points, result.max_points
@@ -282,6 +301,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="the whole report as JSON on stdout")
     parser.add_argument("--record", type=Path, metavar="JSONL",
                         help="append each mutant to this file as soon as it is graded (one JSON object a line)")
+    parser.add_argument("--resume", action="store_true",
+                        help="with --record: the mutants already in its file are taken from it, not graded again")
+    parser.add_argument("--shard", default="0/1", metavar="K/N",
+                        help="only every N-th mutant of each kata, from the K-th (0-based): to split a long run")
     parser.add_argument("--replay", type=Path, metavar="FILE",
                         help="grade nothing: judge the mutants of an earlier --json report (or --record file) "
                              "against the table as it is now")
@@ -292,26 +315,22 @@ def main(argv: list[str] | None = None) -> int:
     table = load_equivalent()
     mutants, skipped = {}, {}
     if args.replay:
-        text = args.replay.read_text(encoding="utf-8")
-        if args.replay.suffix == ".jsonl":  # a --record file: the mutants graded so far, no skip counts
-            earlier: dict = {}
-            for line in text.splitlines():
-                mutant = json.loads(line)
-                earlier.setdefault(mutant["kata"], {"all": [], "skipped": {}})["all"].append(mutant)
-        else:
-            earlier = json.loads(text)["katas"]
-        fields = set(Mutant.__dataclass_fields__)
+        earlier = read_report(args.replay)
         for kata in (k for k in katas if k.id in earlier):
-            mutants[kata.id] = [Mutant(**{k: v for k, v in m.items() if k in fields})
-                                for m in earlier[kata.id]["all"]]
+            mutants[kata.id] = earlier[kata.id]["all"]
             skipped[kata.id] = Counter(earlier[kata.id]["skipped"])
     else:
+        shard, shards = map(int, args.shard.split("/"))
         for kata in katas:
-            mutants[kata.id], skipped[kata.id] = enumerate_mutants(kata.id,
-                                                                   kata.solution.read_text(encoding="utf-8"))
+            made, skipped[kata.id] = enumerate_mutants(kata.id, kata.solution.read_text(encoding="utf-8"))
+            mutants[kata.id] = made[shard::shards]
     for mutant in (m for ms in mutants.values() for m in ms):
         mutant.equivalent = table.get(mutant.key)
-    total = sum(map(len, mutants.values()))
+    recorded = {}
+    if args.resume and args.record and args.record.exists():
+        recorded = {m.key: m for data in read_report(args.record).values() for m in data["all"]}
+    to_grade = {kata: [m for m in ms if m.key not in recorded] for kata, ms in mutants.items()}
+    total = sum(map(len, to_grade.values()))
     done = Counter()
 
     def progress(mutant: Mutant) -> None:
@@ -325,9 +344,14 @@ def main(argv: list[str] | None = None) -> int:
                 record.write(json.dumps(mutant.to_dict()) + "\n")
 
     if not args.replay:
-        grade(course, mutants, jobs=args.jobs, on_done=progress)
+        grade(course, to_grade, jobs=args.jobs, on_done=progress)
+        for kata, ms in mutants.items():  # the recorded ones in place of theirs, with the table of now
+            mutants[kata] = [recorded.get(m.key, m) for m in ms]
+            for mutant in mutants[kata]:
+                mutant.equivalent = table.get(mutant.key)
     keys = {m.key for ms in mutants.values() for m in ms}
-    stale = [k for k in table if k[0] in mutants and k not in keys]
+    # An entry matches no mutant: its code changed, or the operators did (only a run of every mutant can tell).
+    stale = [k for k in table if k[0] in mutants and k not in keys] if args.shard == "0/1" else []
     wrong = [m for ms in mutants.values() for m in ms if m.equivalent and m.caught]  # listed, yet caught
     report = {kata: summarise(ms) | {"skipped": dict(skipped[kata]), "all": [m.to_dict() for m in ms]}
               for kata, ms in mutants.items()}
