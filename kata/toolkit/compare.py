@@ -96,6 +96,26 @@ def matching_mistakes(actual, mistakes: Mapping[Mistake, torch.Tensor | Callable
     return tuple(found)
 
 
+def unlike(expected: torch.Tensor, mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor]], *,
+           rtol: float | None = None, atol: float | None = None) -> dict:
+    """`mistakes` less those whose model gives `expected` itself on this input (within the tolerance
+    `assert_close` matches mistakes with): an output that differs from the truth is no evidence of a model
+    that agrees with it (no max subtraction is harmless for small logits). Models still run only on failure."""
+    default_rtol, default_atol = tolerance(expected.dtype)
+    rtol = max(default_rtol if rtol is None else rtol, 1e-5)
+    atol = max(default_atol if atol is None else atol, 1e-6)
+
+    def unless_right(candidate):
+        def model():
+            value = candidate() if callable(candidate) else candidate
+            if is_close(value, expected, rtol=rtol, atol=atol):
+                raise ValueError("the mistake's model gives the right answer here")  # skipped by matching_mistakes
+            return value
+        return model
+
+    return {mistake: unless_right(candidate) for mistake, candidate in mistakes.items()}
+
+
 def tensor_report(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> list[str]:
     """Lines describing how two tensors of the same shape differ."""
     lines: list[str] = []
@@ -204,6 +224,6 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
 
 __all__ = [
     "CheckFailed", "ErrorPattern", "Mistake", "assert_close", "assert_finite", "describe", "fail", "is_close",
-    "matching_mistakes", "relative_error", "tolerance",
+    "matching_mistakes", "relative_error", "tolerance", "unlike",
 ]
 
