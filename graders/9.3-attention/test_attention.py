@@ -52,6 +52,15 @@ FINITE_FILL = Mistake("finite-mask-fill",
                       "a query whose keys are all blocked got the uniform average of all values: the blocked "
                       "scores were filled with a finite number (like -1e9), so a fully blocked row is a row of "
                       "equal scores. Fill with float('-inf') and zero the weights of fully blocked rows")
+FILL_ABOVE_SCORES = Mistake("finite-fill-above-scores",
+                            "the blocked scores were filled with a finite number (like -1e9) that is not below "
+                            "every score: where the allowed scores are lower still, the blocked keys take their "
+                            "weight. Fill with float('-inf'), below every score (torch.finfo(scores.dtype).min, "
+                            "the lowest finite one, works too)")
+ZERO_FILL = Mistake("mask-fill-zero",
+                    "the blocked scores were set to 0 (masked_fill(~mask, 0), or scores * mask), which is an "
+                    "ordinary score: exp(0 - max) is not 0, so blocked keys still get weight. Fill them with "
+                    "float('-inf') before the softmax")
 HALF_OVERFLOW = Mistake("mask-fill-overflows-half",
                         "the mask fill value does not fit in float16 (largest magnitude 65504): -1e9 (or "
                         "finfo(float32).min) cannot be stored in a half-precision tensor. Fill with "
@@ -87,18 +96,21 @@ def sdpa_weights(q, k, mask=None):
     return F.scaled_dot_product_attention(*_on_cpu(q, k), eye, attn_mask=_on_cpu(mask)[0]).to(q.device)
 
 
-def attend(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, empty="zero", after=False):
+def attend(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, empty="zero", after=False, fill=None):
     """A model of attention, right or wrong: (output, weights).
 
     scale: the factor on q k^T (1/sqrt(d_k) when None); dim: the softmax's dim; invert: the mask used
     the wrong way round; empty: what a fully blocked row becomes ("zero", "nan", or "uniform" for a
-    finite fill); after: the mask applied to the weights after the softmax.
+    finite fill), "zero" being blocked weights zeroed after the softmax; after: the mask applied to the
+    weights after the softmax; fill: what blocked scores become (-inf; -1e30 for "uniform").
     """
     scale = 1 / math.sqrt(q.size(-1)) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * scale
     allowed = None if mask is None else (~mask if invert else mask)
     if allowed is not None and not after:
-        scores = scores.masked_fill(~allowed, -1e30 if empty == "uniform" else float("-inf"))
+        if fill is None:
+            fill = -1e30 if empty == "uniform" else float("-inf")
+        scores = scores.masked_fill(~allowed, fill)
     weights = torch.softmax(scores, dim=dim)
     if allowed is not None and (after or empty == "zero"):
         weights = weights.masked_fill(~allowed, 0.0)
@@ -148,6 +160,9 @@ def mistakes_for(q, k, v, mask=None, *, part=0) -> dict:
             found[Mistake(INVERTED_MASK.id, INVERTED_MASK.explanation + " (and fully blocked rows are uniform)")] = (
                 lambda: attend(q, k, v, mask, invert=True, empty="uniform")[part])
         found[MASK_AFTER_SOFTMAX] = lambda: attend(q, k, v, mask, after=True)[part]
+        found[ZERO_FILL] = lambda: attend(q, k, v, mask, fill=0.0, empty="uniform")[part]
+        found[Mistake(ZERO_FILL.id, ZERO_FILL.explanation + " (yours then zeroes the blocked weights, so the "
+                      "others no longer sum to 1)")] = lambda: attend(q, k, v, mask, fill=0.0)[part]
         if has_empty_row(q, k, mask):
             found[NAN_ON_EMPTY_ROW] = lambda: attend(q, k, v, mask, empty="nan")[part]
             found[FINITE_FILL] = lambda: attend(q, k, v, mask, empty="uniform")[part]
@@ -274,6 +289,32 @@ def test_fully_masked_rows(student, device, dtype):
     # A padding mask with a batch element that is all padding.
     pad = torch.tensor([[True, True, False, False, False], [False] * 5], device=device)[:, None, :]
     check_pair(student, q, k, v, pad, "a padding mask (2, 1, 5) whose batch element 1 is all padding")
+
+
+def test_very_negative_scores(student, device, dtype):
+    """Blocked keys get weight 0 even where every allowed score is hugely negative (below -1e35)"""
+    # q . k of order -1e36 (float32 holds it): a blocked score filled with any larger finite number, -1e9 or
+    # -1e30, is then the row's maximum and takes the weight. -inf, or finfo(dtype).min, stays below. The
+    # allowed scores of a row are far apart, so each row's weights are one-hot on its largest allowed
+    # score, exactly, by any algorithm (max-subtraction or logsumexp).
+    g = torch.Generator().manual_seed(7)
+    q = (torch.rand(2, 4, 4, generator=g, dtype=dtype) + 0.5) * 1e18
+    k = -(torch.rand(2, 5, 4, generator=g, dtype=dtype) + 0.5) * 1e18
+    v = torch.randn(2, 5, 3, generator=g, dtype=dtype)
+    mask = with_one_key(torch.rand(2, 4, 5, generator=g) > 0.5)
+    q, k, v, mask = (t.to(device) for t in (q, k, v, mask))
+    context = ("q (2, 4, 4) and k (2, 5, 4) of magnitude 1e18, so every score is about -1e36, "
+               "a mask (2, 4, 5) with at least one allowed key per query")
+    out, weights = call(student, q, k, v, mask, context)
+    # Any finite fill above -1e36 (0 included) gives the same weights here: FILL_ABOVE_SCORES speaks for them all.
+    classic = {m: model for m, model in mistakes_for(q, k, v, mask, part=1).items() if m.id != ZERO_FILL.id}
+    finite = {FILL_ABOVE_SCORES: lambda: attend(q, k, v, mask, fill=-1e30, empty="uniform")[1],
+              Mistake(FILL_ABOVE_SCORES.id, FILL_ABOVE_SCORES.explanation + " (yours then zeroes the blocked "
+                      "weights, leaving those rows empty)"): lambda: attend(q, k, v, mask, fill=-1e30)[1]}
+    assert_close(weights, sdpa_weights(q, k, mask), name="weights", what="SDPA's attention weights",
+                 context=context, mistakes={**classic, **finite})
+    assert_close(out, sdpa(q, k, v, mask), what="F.scaled_dot_product_attention", context=context,
+                 mistakes=mistakes_for(q, k, v, mask, part=0))
 
 
 HALF_TOLERANCE = {  # (rtol, atol): half-precision rounding of the scores and the weights, not a looser truth
