@@ -18,8 +18,9 @@ from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged
-from kata.toolkit.compare import describe
+from kata.toolkit.compare import describe, is_close, matching_mistakes
 from kata.toolkit.gradients import gradcheck
+from kata.toolkit.localise import once_each, recorded
 from kata.toolkit.properties import given, st
 
 # ---- classic mistakes ----------------------------------------------------------------------------
@@ -71,6 +72,20 @@ CONTEXT_IGNORED = Mistake("context-ignored",
 QUERIES_FROM_CONTEXT = Mistake("context-ignored",
                                "the queries came from `context`: queries are always projected from x; keys and "
                                "values come from context")
+
+# ---- where the fault is, when no classic mistake matched (localisation) ----------------------------------
+
+FAULT_AFTER_SOFTMAX = Mistake("fault-in-weighted-sum",
+                              "your weights equal SDPA's but your output does not, so the fault is after the "
+                              "softmax, where the weights average the values: output = weights @ v, "
+                              "(..., q_len, k_len) @ (..., k_len, d_v)")
+FAULT_IN_WEIGHTS = Mistake("fault-in-weights",
+                           "your weights already differ from SDPA's, so the fault is before the weighted sum: in "
+                           "the scores q @ k.transpose(-2, -1), their scale 1 / sqrt(d_k), the mask or the softmax "
+                           "over the keys (compare your weights with softmax(q k^T / sqrt(d_k)) on a small input)")
+FAULT_IN_PROJECTION_INPUT = Mistake("fault-in-projection-input",
+                                    "a projection of the head read the wrong input: queries are projected from x, "
+                                    "keys and values from context")
 
 ERROR_PATTERNS = [
     ErrorPattern(HALF_OVERFLOW, message=r"cannot be converted to type .*Half without overflow"),
@@ -185,11 +200,25 @@ def call(student, q, k, v, mask=None, context=""):
     return result
 
 
+def weights_at_fault(weights, q, k, v, mask) -> tuple[Mistake, ...]:
+    """Where the output went wrong, read from the weights the student returned beside it (the intermediate the
+    contract exposes): right weights put the fault after the softmax; wrong ones, before it (named by a classic
+    mistake of the weights where one matches). Nothing for weights of the wrong shape."""
+    expected = sdpa_weights(q, k, mask)
+    if not isinstance(weights, torch.Tensor) or weights.shape != expected.shape:
+        return ()
+    if is_close(weights, expected):
+        return (FAULT_AFTER_SOFTMAX,)
+    return matching_mistakes(weights, mistakes_for(q, k, v, mask, part=1), rtol=1e-5, atol=1e-6) or (
+        FAULT_IN_WEIGHTS,)
+
+
 def check_pair(student, q, k, v, mask, context):
     """Compare output and weights with SDPA's, offering every classic mistake."""
     out, weights = call(student, q, k, v, mask, context)
     assert_close(out, sdpa(q, k, v, mask), what="F.scaled_dot_product_attention", context=context,
-                 mistakes=mistakes_for(q, k, v, mask, part=0))
+                 mistakes=mistakes_for(q, k, v, mask, part=0),
+                 localise=lambda: weights_at_fault(weights, q, k, v, mask))
     assert_close(weights, sdpa_weights(q, k, mask), name="weights", what="SDPA's attention weights",
                  context=context, mistakes=mistakes_for(q, k, v, mask, part=1))
 
@@ -472,11 +501,48 @@ def head_mistakes(state, x, context=None, mask=None, *, part=0) -> dict:
     return found
 
 
+def head_at_fault(head, state, x, context, mask) -> tuple[Mistake, ...]:
+    """Where the head went wrong: a projection that read x where context was due (or the reverse), seen by hooks
+    on w_q, w_k and w_v in one more forward; else, weights (attn_weights) equal to those of a head built by hand
+    put the fault after the softmax. (Wrong weights say nothing here: the projections or the mask passed on may
+    be at fault as much as the attention function, which has checks of its own.)"""
+    found = projection_inputs_at_fault(head, x, context, mask)
+    if found:
+        return found
+    weights = getattr(head, "attn_weights", None)
+    right = hand_head(state, x, context, mask)[1]
+    return (FAULT_AFTER_SOFTMAX,) if isinstance(weights, torch.Tensor) and is_close(weights, right) else ()
+
+
+def projection_inputs_at_fault(head, x, context, mask) -> tuple[Mistake, ...]:
+    """The projections that read x where context was due, or context where x was (cross-attention only: in
+    self-attention both are x). Nothing where a projection was not called exactly once through its module, or
+    read something that is neither."""
+    if context is None or (context.shape == x.shape and torch.equal(context, x)):
+        return ()
+    names = ("w_q", "w_k", "w_v")
+    with recorded(head, names) as calls:
+        head(x, context=context, mask=mask)
+    each = once_each(calls, names)
+    if each is None:
+        return ()
+    found = []
+    for name, due, other, due_name, other_name in (("w_q", x, context, "x", "context"),
+                                                   ("w_k", context, x, "context", "x"),
+                                                   ("w_v", context, x, "context", "x")):
+        given = each[name].args[0] if each[name].args else None
+        if isinstance(given, torch.Tensor) and not is_close(given, due) and is_close(given, other):
+            found.append(Mistake(FAULT_IN_PROJECTION_INPUT.id, f"{FAULT_IN_PROJECTION_INPUT.explanation}: yours "
+                                 f"applies {name} to {other_name}, not to {due_name}"))
+    return tuple(found)
+
+
 def check_head(head, state, x, context, mask, where):
     out = head(x, context=context, mask=mask) if context is not None else head(x, mask=mask)
     expected, expected_weights = hand_head(state, x, context, mask)
     assert_close(out, expected, what="a head built from the same weights with nn.functional.linear and SDPA",
-                 context=where, mistakes=head_mistakes(state, x, context, mask))
+                 context=where, mistakes=head_mistakes(state, x, context, mask),
+                 localise=lambda: head_at_fault(head, state, x, context, mask))
     return expected_weights
 
 
@@ -510,6 +576,9 @@ def test_head_cross_attention(student, device, dtype):
     x = torch.randn(3, 4, D_MODEL, device=device, dtype=dtype)
     memory = torch.randn(3, 6, D_MODEL, device=device, dtype=dtype)
     where = f"x {describe(x)}, context {describe(memory)}"
+    # First a context as long as x: a projection fed the wrong one gives wrong values there, not a shape error.
+    same = torch.randn(3, 4, D_MODEL, device=device, dtype=dtype)
+    check_head(head, state, x, same, None, f"x {describe(x)}, context {describe(same)} (as long as x), no mask")
     check_head(head, state, x, memory, None, where + ", no mask")
     pad = torch.tensor([[True] * 6, [True] * 3 + [False] * 3, [True] + [False] * 5], device=device)[:, None, :]
     check_head(head, state, x, memory, pad, where + ", a padding mask (3, 1, 6) on the context")
