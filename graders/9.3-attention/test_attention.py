@@ -152,10 +152,13 @@ def mistakes_for(q, k, v, mask=None, *, part=0) -> dict:
     """What each classic mistake gives for this input: part 0 the output, part 1 the weights."""
     d_k, q_len, d_v = q.size(-1), q.size(-2), v.size(-1)
     found = {
-        NO_SCALE: lambda: attend(q, k, v, mask, scale=1.0)[part],
         SCALE_BY_D_K: lambda: attend(q, k, v, mask, scale=1 / d_k)[part],
         SOFTMAX_OVER_QUERIES: lambda: attend(q, k, v, mask, dim=-2)[part],
     }
+    # Where some size is 1, dividing by its square root is no scale at all: a file that takes d_k from that
+    # dimension (q.shape[1], say) would be told it has none.
+    if 1 not in (*q.shape, *k.shape, *v.shape):
+        found[NO_SCALE] = lambda: attend(q, k, v, mask, scale=1.0)[part]
     if mask is not None and has_empty_column(q, k, mask):
         found[Mistake(SOFTMAX_OVER_QUERIES.id, SOFTMAX_OVER_QUERIES.explanation
                       + " (and a key blocked for every query gives NaN)")] = (

@@ -98,9 +98,24 @@ def build(student, d_model, d_ff, dropout=None):
     return module
 
 
+def with_aliases(module, state: dict) -> dict:
+    """`state` plus, for each other entry of the module's state_dict that is one of those layers' tensors under a
+    second name (self.net = nn.Sequential(self.linear_1, ...) registers linear_1 twice), the same values: the
+    layers are still the only parameters (named_parameters lists each once), so the strict load must not fail."""
+    mine = module.state_dict()
+    full = dict(state)
+    for key, value in mine.items():
+        if key not in state:
+            twin = next((name for name in state if name in mine and mine[name].shape == value.shape
+                         and torch.equal(mine[name], value)), None)
+            if twin is not None:
+                full[key] = state[twin]
+    return full
+
+
 def load(module, state: dict, d_model: int, d_ff: int) -> None:
     try:
-        module.load_state_dict(state, strict=True)
+        module.load_state_dict(with_aliases(module, state), strict=True)
     except NotImplementedError:
         raise
     except RuntimeError as exc:

@@ -1,5 +1,4 @@
-"""Alternative: the layers kept as attributes and also run through an nn.Sequential view of them, relu as a
-module, a debugging print."""
+"""Alternative: relu as an nn.ReLU module kept beside the layers, a debugging print."""
 
 
 class FeedForward(FeedForward):
