@@ -173,9 +173,9 @@ def test_is_a_distribution(student, x, data):
     if (out < 0).any():
         fail(f"softmax produced negative values for {context}")
     others = [other for other in range(x.dim()) if other != dim % x.dim() and x.shape[other] > 1]
+    sums = {wrong_dim(other): lambda other=other: torch.softmax(x, dim=other).sum(dim=dim) for other in others}
     assert_close(out.sum(dim=dim), torch.ones_like(x.sum(dim=dim)), name="sum along dim", what="1",
-                 context=context, mistakes={wrong_dim(other): torch.softmax(x, dim=other).sum(dim=dim)
-                                            for other in others})
+                 context=context, mistakes=sums)
 
 
 def test_gradcheck(student):
