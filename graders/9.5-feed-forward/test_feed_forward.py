@@ -9,7 +9,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import Mistake, assert_close, fail, remote
-from kata.toolkit.common import DROPOUT_IN_EVAL, check_gradients_equal, check_inputs_unchanged, check_output_like
+from kata.toolkit.common import (
+    DROPOUT_IN_EVAL,
+    check_gradients_equal,
+    check_inputs_unchanged,
+    check_output_like,
+    load_state,
+)
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.localise import once_each, recorded
@@ -98,24 +104,9 @@ def build(student, d_model, d_ff, dropout=None):
     return module
 
 
-def with_aliases(module, state: dict) -> dict:
-    """`state` plus, for each other entry of the module's state_dict that is one of those layers' tensors under a
-    second name (self.net = nn.Sequential(self.linear_1, ...) registers linear_1 twice), the same values: the
-    layers are still the only parameters (named_parameters lists each once), so the strict load must not fail."""
-    mine = module.state_dict()
-    full = dict(state)
-    for key, value in mine.items():
-        if key not in state:
-            twin = next((name for name in state if name in mine and mine[name].shape == value.shape
-                         and torch.equal(mine[name], value)), None)
-            if twin is not None:
-                full[key] = state[twin]
-    return full
-
-
 def load(module, state: dict, d_model: int, d_ff: int) -> None:
     try:
-        module.load_state_dict(with_aliases(module, state), strict=True)
+        load_state(module, state)
     except NotImplementedError:
         raise
     except RuntimeError as exc:
