@@ -11,6 +11,9 @@ other mask is expanded to (batch, heads, q_len, k_len) and passed as `attn_mask=
 none; the course's convention, zeros, is graded in kata 9.3).
 """
 
+import itertools
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -23,7 +26,7 @@ from kata.toolkit.common import (
     check_gradients_equal,
     check_inputs_unchanged,
 )
-from kata.toolkit.compare import describe
+from kata.toolkit.compare import describe, is_close
 from kata.toolkit.properties import given, st
 
 # ---- classic mistakes ----------------------------------------------------------------------------
@@ -31,27 +34,53 @@ from kata.toolkit.properties import given, st
 SPLIT_NO_TRANSPOSE = Mistake(
     "split-without-transpose",
     "the heads were split with view(batch, n_heads, len, d_k) without the transpose: that cuts the "
-    "SEQUENCE into heads, mixing positions. Split the features: view(batch, len, n_heads, d_k), then "
-    "transpose(1, 2) to (batch, n_heads, len, d_k)")
+    "SEQUENCE into heads, mixing positions (however they are merged back). Split the features: view(batch, "
+    "len, n_heads, d_k), then transpose(1, 2) to (batch, n_heads, len, d_k)")
 SPLIT_NO_HEAD_AXIS = Mistake(
-    "split-without-transpose",
+    "split-heads-not-moved",
     "the heads were split with view(batch, len, n_heads, d_k) but not transposed to (batch, n_heads, len, d_k): "
-    "attention then runs over the n_heads axis, mixing the heads of ONE position, instead of over the sequence. "
-    "Add .transpose(1, 2) after the view (and undo it before merging)")
+    "attention then runs over the n_heads axis, mixing the heads of ONE position, instead of over the sequence "
+    "(however they are merged back). Add .transpose(1, 2) after the view (and undo it before merging)")
+SPLIT_D_K_MAJOR = Mistake(
+    "split-d-k-major",
+    "the heads were split d_k-major (view(batch, len, d_k, n_heads)): head i then takes every n_heads-th feature "
+    "instead of the d_k features [i*d_k, (i+1)*d_k) that W_i^Q, W_i^K, W_i^V give it. Split with view(batch, "
+    "len, n_heads, d_k), then transpose(1, 2)")
 SCALED_BY_D_MODEL = Mistake(
     "scaled-by-sqrt-d-model",
     "the scores are divided by sqrt(d_model): each head works in d_k = d_model / n_heads dimensions, so "
     "scale by 1 / sqrt(d_k)")
+SCALED_TWICE = Mistake(
+    "scaled-twice",
+    "the scores are divided by d_k, not sqrt(d_k): the scale 1 / sqrt(d_k) was applied twice (to q and to k, or "
+    "to q before an attention that scales again). Scale the scores q k^T once")
+WRONG_SCALE = Mistake(
+    "scale-not-from-d-k",
+    "your weights are softmax(c q k^T) for a factor c that is not 1 / sqrt(d_k), nor one of the usual slips "
+    "(a number written in the code, such as the paper's sqrt(64)?): compute the scale from this module's d_k = "
+    "d_model // n_heads")
+SOFTMAX_OVER_HEADS = Mistake(
+    "softmax-over-heads",
+    "the softmax runs over the heads dimension (dim=1 of (batch, n_heads, q_len, k_len)): each query's weights "
+    "over the KEYS must sum to 1, softmax(scores, dim=-1)")
+KEYS_VALUES_SWAPPED = Mistake(
+    "keys-values-swapped",
+    "the keys come from `value` and the values from `key`: k = w_k(key), v = w_v(value) (forward(query, key, "
+    "value, mask) takes them in that order)")
 MERGE_NO_TRANSPOSE = Mistake(
     "merge-wrong-order",
     "the heads were merged without moving them back next to d_k: (batch, n_heads, q_len, d_k) must be "
     "transposed to (batch, q_len, n_heads, d_k) before view(batch, q_len, d_model) (with .contiguous() "
     "or .reshape)")
 MERGE_D_K_MAJOR = Mistake(
-    "merge-wrong-order",
+    "merge-d-k-major",
     "the heads were concatenated in the wrong order: Concat(head_1, ..., head_h) puts head 1's d_k "
     "features first, then head 2's; yours interleaves them. Use out.transpose(1, 2) (to (batch, q_len, "
     "n_heads, d_k)), then view(batch, q_len, d_model)")
+HEADS_OUT_OF_ORDER = Mistake(
+    "heads-out-of-order",
+    "the heads are right but concatenated in another order than Concat(head_1, ..., head_h): head i's d_k "
+    "features go to columns [i*d_k, (i+1)*d_k), the order in which the split took them from w_q, w_k, w_v")
 NO_OUTPUT_PROJECTION = Mistake(
     "missing-output-projection",
     "the output projection is missing: after concatenating the heads, apply w_o (MultiHead = Concat(...) W^O)")
@@ -59,6 +88,12 @@ MASK_FROM_FIRST_BATCH = Mistake(
     "mask-from-first-batch",
     "every batch element was given the mask of batch element 0 (mask[0] or mask[:1]): a padding mask "
     "(batch, 1, 1, k_len) is different for each sequence; pass it on whole, it broadcasts over the heads")
+MASK_UNSQUEEZED = Mistake(
+    "mask-unsqueezed",
+    "the mask was given one more dimension (mask.unsqueeze(1), the Annotated Transformer's step for its (batch, "
+    "1, k_len) masks): ours are already (batch, 1, 1, k_len) or (q_len, k_len) and broadcast over the heads as "
+    "they are; a 5-dim mask makes the scores (batch, batch, n_heads, q_len, k_len), every sequence's scores "
+    "under every sequence's mask. Pass the mask on unchanged")
 VALUE_FROM_KEY = Mistake(
     "value-from-key",
     "the values were projected from `key` instead of `value`: v = w_v(value)")
@@ -66,6 +101,14 @@ NO_VALUE_ERROR = Mistake(
     "no-value-error",
     "d_model not divisible by n_heads must raise ValueError in __init__ (d_k = d_model / n_heads has to be "
     "a whole number): if d_model % n_heads: raise ValueError(...)")
+WEIGHTS_AFTER_DROPOUT = Mistake(
+    "weights-after-dropout",
+    "attn_weights holds the weights after dropout (some zeroed, the rest scaled by 1 / (1 - p)): keep the "
+    "weights before dropout in self.attn_weights, and use the dropped ones only to average the values")
+DROPOUT_ON_OUTPUT = Mistake(
+    "dropout-on-output",
+    "dropout zeroes elements of the attention's output (the heads' outputs, or the module's output), not "
+    "attention weights: drop the weights, dropout(weights) @ v, so that a query loses whole keys")
 
 D_MODEL, N_HEADS = 12, 3  # d_k = 4
 NAMES = ("w_q", "w_k", "w_v", "w_o")
@@ -126,15 +169,10 @@ def torch_forward(ref, query, key, value, mask=None):
 
 # ---- models of the student's module, right or wrong ---------------------------------------------------
 
-def identity_weights(q, k, mask, scale=None):
-    k_len = k.size(-2)
-    eye = torch.eye(k_len, dtype=q.dtype, device=q.device).expand(*k.shape[:-1], k_len)
-    return F.scaled_dot_product_attention(q, k, eye, attn_mask=mask, scale=scale)
-
-
 def model(state, n_heads, query, key, value, mask=None, *, split="ok", merge="ok", w_o=True, mask_first=False,
-          value_from_key=False, scale_d_model=False):
-    """Multi-head attention from `state`, or one of its classic mistakes: (output, weights)."""
+          value_from_key=False, swap_key_value=False, scale=None, softmax_dim=-1, mask_unsqueezed=False):
+    """Multi-head attention from `state`, or one of its classic mistakes: (output, weights). `merge` may be a
+    permutation of the heads (the order in which they are concatenated)."""
     b, d_model = query.size(0), query.size(-1)
     d_k = d_model // n_heads
 
@@ -146,48 +184,119 @@ def model(state, n_heads, query, key, value, mask=None, *, split="ok", merge="ok
             return t.reshape(b, n_heads, -1, d_k)
         if split == "no-head-axis":  # (batch, len, n_heads, d_k): attention over the heads of each position
             return t.reshape(b, -1, n_heads, d_k)
+        if split == "d_k-major":  # head i takes features i, i + n_heads, ...
+            return t.reshape(b, -1, d_k, n_heads).permute(0, 3, 1, 2)
         return t.reshape(b, -1, n_heads, d_k).transpose(1, 2)
 
+    if swap_key_value:
+        key, value = value, key
     q, k = heads(project("w_q", query)), heads(project("w_k", key))
     v = heads(project("w_v", key if value_from_key else value))
-    if mask is not None and mask_first:
-        mask = torch.broadcast_to(mask, (b, n_heads, q.size(-2), k.size(-2)))[:1]
-    scale = d_model**-0.5 if scale_d_model else None
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (b, h, q_len, d_k)
-    weights = identity_weights(q, k, mask, scale)
+    scores = q @ k.transpose(-2, -1) * (d_k**-0.5 if scale is None else scale)
+    if mask is not None:
+        if mask_first:
+            mask = torch.broadcast_to(mask, (b, n_heads, q.size(-2), k.size(-2)))[:1]
+        if mask_unsqueezed:
+            mask = mask.unsqueeze(1)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=softmax_dim)
+    out = weights @ v  # (b, h, q_len, d_k)
     if merge == "no-transpose":
         out = out.reshape(b, -1, d_model)
     elif merge == "d_k-major":
         out = out.permute(0, 2, 3, 1).reshape(b, -1, d_model)
     else:
-        out = out.transpose(1, 2).reshape(b, -1, d_model)
+        order = list(range(out.size(1))) if merge == "ok" else list(merge)
+        out = out[:, order].transpose(1, 2).reshape(b, -1, d_model)
     return (project("w_o", out) if w_o else out), weights
 
 
-def mistakes_for(state, n_heads, query, key, value, mask=None, *, part=0) -> dict:
-    """What each classic mistake gives on this input: part 0 the output, part 1 the weights."""
+def fitted_scale(state, n_heads, query, key, weights) -> float:
+    """The factor c for which `weights` (the student's attn_weights) are closest to softmax(c q k^T), q and k
+    split as they should be: least squares on the log-weights, each row centred (the softmax's shift)."""
+    b, d_k = query.size(0), query.size(-1) // n_heads
+    q, k = (F.linear(t, state[f"{name}.weight"], state[f"{name}.bias"]).reshape(b, -1, n_heads, d_k).transpose(1, 2)
+            for name, t in (("w_q", query), ("w_k", key)))
+    raw = q @ k.transpose(-2, -1)
+    if weights.shape != raw.shape:
+        raise ValueError("the weights are not (batch, n_heads, q_len, k_len)")
+    kept = weights > 0
+    logs = torch.where(kept, weights.to(raw.dtype).log(), 0.0)
+    rows = kept.sum(-1, keepdim=True).clamp_min(1)
+    centred_log = torch.where(kept, logs - logs.sum(-1, keepdim=True) / rows, 0.0)
+    centred_raw = torch.where(kept, raw - torch.where(kept, raw, 0.0).sum(-1, keepdim=True) / rows, 0.0)
+    return float((centred_log * centred_raw).sum() / (centred_raw * centred_raw).sum())
+
+
+def without_ties(models: dict) -> dict:
+    """`models` (mistake -> a model or a tuple of variants) where a model whose output another mistake's model
+    also gives on this input is withdrawn: that input cannot tell the two apart, so it names neither (the
+    other checks' inputs can). Each model is computed once, and only if a check fails."""
+    values: dict = {}
+
+    def value(mistake, i):
+        if (mistake, i) not in values:
+            try:
+                values[mistake, i] = models[mistake][i]()
+            except Exception:  # a model that does not apply to this input
+                values[mistake, i] = None
+        return values[mistake, i]
+
+    def candidate(mistake, i):
+        def compute():
+            mine = value(mistake, i)
+            for other, variants in models.items():
+                if other.id != mistake.id and any(is_close(mine, value(other, j)) for j in range(len(variants))):
+                    raise ValueError(f"{mistake.id} and {other.id} give the same output on this input")
+            return mine
+        return compute
+
+    return {mistake: tuple(candidate(mistake, i) for i in range(len(variants))) for mistake, variants in models.items()}
+
+
+def mistakes_for(state, n_heads, query, key, value, mask=None, *, part=0, weights_seen=None) -> dict:
+    """What each classic mistake gives on this input: part 0 the output, part 1 the weights. `weights_seen`,
+    a function giving the student's attn_weights, lets a scale read off them be tried."""
+    d_k = query.size(-1) // n_heads
+
     def m(**kw):
         return lambda: model(state, n_heads, query, key, value, mask, **kw)[part]
-    found = {SPLIT_NO_TRANSPOSE: m(split="no-transpose", merge="no-transpose"),
-             SCALED_BY_D_MODEL: m(scale_d_model=True)}
-    if part == 0:  # (the weights do not depend on how the heads are merged)
+
+    def fitted(**kw):
+        def compute():
+            c = fitted_scale(state, n_heads, query, key, weights_seen())
+            if any(math.isclose(c, usual, rel_tol=1e-3) for usual in (d_k**-0.5, query.size(-1)**-0.5, 1 / d_k)):
+                raise ValueError("a scale a named mistake (or the reference) uses")
+            return model(state, n_heads, query, key, value, mask, scale=c, **kw)[part]
+        return compute
+
+    found = {  # Without the transpose the split's output comes back (batch, len, n_heads, d_k), merged either way.
+        SPLIT_NO_TRANSPOSE: (m(split="no-transpose", merge="no-transpose"), m(split="no-transpose")),
+        SPLIT_NO_HEAD_AXIS: (m(split="no-head-axis", merge="no-transpose"), m(split="no-head-axis")),
+        SPLIT_D_K_MAJOR: (m(split="d_k-major"), m(split="d_k-major", merge="d_k-major")),
+        SCALED_BY_D_MODEL: (m(scale=query.size(-1)**-0.5),),
+        SCALED_TWICE: (m(scale=1 / d_k),),
+        SOFTMAX_OVER_HEADS: (m(softmax_dim=1),),
+    }
+    if weights_seen is not None:
+        found[WRONG_SCALE] = (fitted(),)
+    if value is not key:
+        found[KEYS_VALUES_SWAPPED] = (m(swap_key_value=True),)
+    if part == 0:  # (the weights do not depend on the values nor on how the heads are merged)
         found |= {
-            # Without the transpose the heads' attention is over n_heads "positions": the output comes back as
-            # (batch, len, n_heads, d_k), merged either way.
-            SPLIT_NO_HEAD_AXIS: m(split="no-head-axis", merge="no-transpose"),
-            Mistake(SPLIT_NO_HEAD_AXIS.id, SPLIT_NO_HEAD_AXIS.explanation + " (and merged with a transpose)"):
-                m(split="no-head-axis"),
-            Mistake(SPLIT_NO_TRANSPOSE.id, SPLIT_NO_TRANSPOSE.explanation + " (and merged back with a transpose)"):
-                m(split="no-transpose"),
-            MERGE_NO_TRANSPOSE: m(merge="no-transpose"),
-            MERGE_D_K_MAJOR: m(merge="d_k-major"),
-            NO_OUTPUT_PROJECTION: m(w_o=False),
+            MERGE_NO_TRANSPOSE: (m(merge="no-transpose"),),
+            MERGE_D_K_MAJOR: (m(merge="d_k-major"),),
+            HEADS_OUT_OF_ORDER: tuple(m(merge=order) for order in itertools.permutations(range(n_heads))
+                                      if list(order) != sorted(order)),
+            NO_OUTPUT_PROJECTION: (m(w_o=False),),
         }
         if value is not key:
-            found[VALUE_FROM_KEY] = m(value_from_key=True)
+            found[VALUE_FROM_KEY] = (m(value_from_key=True),)
     if mask is not None and mask.dim() == 4 and mask.size(0) > 1:
-        found[MASK_FROM_FIRST_BATCH] = m(mask_first=True)
-    return found
+        found[MASK_FROM_FIRST_BATCH] = (m(mask_first=True),)
+    if mask is not None:
+        found[MASK_UNSQUEEZED] = (m(mask_unsqueezed=True),)
+    return without_ties(found)
 
 
 # ---- inputs ----------------------------------------------------------------------------------------------
@@ -216,7 +325,8 @@ def compare(student, device, dtype, cases, title):
         out = call(mine, query, key, value, mask)
         expected, _ = torch_forward(ref, query, key, value, mask)
         assert_close(out, expected, what=f"nn.MultiheadAttention ({title})", context=context,
-                     mistakes=mistakes_for(state, N_HEADS, query, key, value, mask))
+                     mistakes=mistakes_for(state, N_HEADS, query, key, value, mask,
+                                           weights_seen=lambda: mine.attn_weights))
 
 
 # ---- the module's shape ------------------------------------------------------------------------------------
@@ -325,12 +435,14 @@ def test_attn_weights(student, device):
         fail(f"after forward, attn_weights should hold that call's weights (batch, heads, q_len, k_len), got "
              f"{remote.type_name(weights)}")
     if tuple(weights.shape) != (2, N_HEADS, 3, 5):
+        unsqueezed = is_close(weights, model(state, N_HEADS, query, memory, memory, mask, mask_unsqueezed=True)[1])
         fail(f"attn_weights should be (batch, heads, q_len, k_len) = (2, {N_HEADS}, 3, 5), got "
-             f"{tuple(weights.shape)} for {context}")
+             f"{tuple(weights.shape)} for {context}", *((MASK_UNSQUEEZED,) if unsqueezed else ()))
     _, expected = torch_forward(ref, query, memory, memory, mask)
     assert_close(weights, expected, name="attn_weights",
                  what="nn.MultiheadAttention's weights (need_weights=True, average_attn_weights=False)",
-                 context=context, mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask, part=1))
+                 context=context, mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask, part=1,
+                                                        weights_seen=lambda: weights))
 
 
 @st.composite
@@ -362,9 +474,10 @@ def test_any_shape(student, inputs):
                + (f"key = value {describe(key)}" if cross else "self-attention") + f", mask: {kind}"
                + (f" (lengths {lengths})" if kind == "padding" else ""))
     assert_close(out, expected, what="nn.MultiheadAttention", context=context,
-                 mistakes=mistakes_for(state, n_heads, query, key, key, mask))
-    assert_close(mine.attn_weights, weights, name="attn_weights", what="nn.MultiheadAttention's weights",
-                 context=context, mistakes=mistakes_for(state, n_heads, query, key, key, mask, part=1))
+                 mistakes=mistakes_for(state, n_heads, query, key, key, mask, weights_seen=lambda: mine.attn_weights))
+    seen = mine.attn_weights
+    assert_close(seen, weights, name="attn_weights", what="nn.MultiheadAttention's weights", context=context,
+                 mistakes=mistakes_for(state, n_heads, query, key, key, mask, part=1, weights_seen=lambda: seen))
 
 
 def test_gradients_match_torch(student, device, dtype):
@@ -383,7 +496,8 @@ def test_gradients_match_torch(student, device, dtype):
             # The gradients of a wrong forward are wrong too: say what is wrong with the forward first.
             assert_close(out, torch_forward(ref, query, memory, memory, mask)[0],
                          what="nn.MultiheadAttention", context=context,
-                         mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask))
+                         mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask,
+                                               weights_seen=lambda: mine.attn_weights))
             if not out.requires_grad:
                 fail("the output is not connected to the inputs and weights through autograd")
         else:
@@ -458,6 +572,42 @@ def test_dropout(student, device):
              "the dropout probability is not used (apply nn.Dropout(dropout) to the attention weights)")
 
 
+def test_dropout_on_the_weights(student, device):
+    """In train mode attn_weights holds the weights before dropout; dropout drops weights, not the heads' outputs"""
+    p = 0.5
+    mine, _, state = make_pair(student, device, torch.float64, dropout=p)
+    # w_o the identity: the output is then the concatenated heads, Concat(dropout(weights_i) @ v_i).
+    state |= {"w_o.weight": torch.eye(D_MODEL, device=device, dtype=torch.float64),
+              "w_o.bias": torch.zeros(D_MODEL, device=device, dtype=torch.float64)}
+    mine.load_state_dict(state, strict=True)
+    x = torch.randn(2, 4, D_MODEL, device=device, dtype=torch.float64)
+    context = (f"MultiHeadAttention(d_model, n_heads, dropout={p}), self-attention on x (2, 4, d_model), w_o set to "
+               "the identity (so the output is the concatenated heads)")
+    heads, weights = model(state, N_HEADS, x, x, x, w_o=False)  # (2, 4, d_model), (2, n_heads, 4, 4)
+    # In eval mode first: a mistake that is not dropout's is named there.
+    assert_close(call(mine, x, x, x), heads, what="the concatenated heads", context=f"{context}, in eval mode",
+                 mistakes=mistakes_for(state, N_HEADS, x, x, x, weights_seen=lambda: mine.attn_weights))
+    mine.train()
+    context += ", in train mode"
+    out = call(mine, x, x, x)
+    seen = mine.attn_weights
+    assert_close(seen, weights, name="attn_weights", what="the weights before dropout", context=context,
+                 mistakes={WEIGHTS_AFTER_DROPOUT: lambda: torch.where(seen == 0, 0.0, weights / (1 - p))})
+    # Each query's output must be some dropout of its weights: each weight zeroed or scaled by 1 / (1 - p), all
+    # 2^k_len ways tried.
+    v = F.linear(x, state["w_v.weight"], state["w_v.bias"]).unflatten(-1, (N_HEADS, -1)).transpose(1, 2)
+    keep = torch.tensor(list(itertools.product((0.0, 1.0), repeat=4)), device=device, dtype=torch.float64)
+    outcomes = torch.einsum("mk,bhqk,bhkd->bhqmd", keep, weights / (1 - p), v)  # (2, n_heads, 4, 16, d_k)
+    got = out.detach().unflatten(-1, (N_HEADS, -1)).transpose(1, 2)  # (2, n_heads, 4, d_k)
+    explained = ((outcomes - got.unsqueeze(-2)).abs() <= 1e-9 + 1e-7 * outcomes.abs()).all(-1).any(-1)
+    if not explained.all():
+        # Dropout on the output instead: each element zeroed or scaled by 1 / (1 - p).
+        on_output = is_close(out, torch.where(out == 0, 0.0, heads / (1 - p)))
+        fail(f"in train mode, {int((~explained).sum())} of {explained.numel()} (batch, head, query) outputs are "
+             "not their weights after any dropout, averaging the values (dropout(weights) @ v, each weight zeroed "
+             f"or scaled by 1 / (1 - p)), for {context}", *((DROPOUT_ON_OUTPUT,) if on_output else ()))
+
+
 HALF_TOLERANCE = {  # (rtol, atol): half-precision rounding through four projections and the softmax
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (5e-2, 5e-2),
@@ -474,10 +624,10 @@ def test_half_precision(student, device, dtype):
     out = call(mine, x, x, x, mask)
     # The truth in float32 from the same (rounded) inputs and weights, then rounded once.
     ref.load_state_dict({k: v.to(dtype).float() for k, v in ref.state_dict().items()})
-    state32 = split_state(ref)
     expected, _ = torch_forward(ref, x.float(), x.float(), x.float(), mask)
     rtol, atol = HALF_TOLERANCE[dtype]
+    # No mistake is named here: within these tolerances the models of several mistakes (a scale by 1/d_k, by
+    # 1/sqrt(d_model), by a constant) match one another; the float32 and float64 checks tell them apart.
     assert_close(out, expected.to(dtype), what="nn.MultiheadAttention (computed in float32)",
-                 context=f"x {describe(x)}, causal and padding mask (2, 1, 5, 5)", rtol=rtol, atol=atol,
-                 mistakes=mistakes_for(state32, N_HEADS, x.float(), x.float(), x.float(), mask))
+                 context=f"x {describe(x)}, causal and padding mask (2, 1, 5, 5)", rtol=rtol, atol=atol)
 
