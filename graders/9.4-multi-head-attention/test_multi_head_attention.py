@@ -29,6 +29,7 @@ from kata.toolkit.common import (
     check_inputs_unchanged,
 )
 from kata.toolkit.compare import describe, is_close
+from kata.toolkit.localise import bound, once_each, recorded
 from kata.toolkit.properties import final_example, given, st
 
 # ---- classic mistakes ----------------------------------------------------------------------------
@@ -112,8 +113,31 @@ DROPOUT_ON_OUTPUT = Mistake(
     "dropout zeroes elements of the attention's output (the heads' outputs, or the module's output), not "
     "attention weights: drop the weights, dropout(weights) @ v, so that a query loses whole keys")
 
+# ---- localisation, when no classic mistake matches ----------------------------------------------------------
+
+FAULT_IN_INPUTS = Mistake(
+    "fault-in-projection-inputs",
+    "localised: recording what w_q, w_k and w_v were called with, one of them was not given its own argument "
+    "(w_q must project `query`, w_k `key`, w_v `value`): look at what you pass to each projection")
+FAULT_IN_WEIGHTS = Mistake(
+    "fault-in-weights",
+    "localised: w_q, w_k and w_v were given the right inputs, but your attn_weights differ from the weights "
+    "computed from what YOUR w_q and w_k returned (each split into heads, scores q k^T / sqrt(d_k), the mask's "
+    "blocked keys removed, softmax over the keys): look at that path (which outputs become q and k, their split, "
+    "the scores, the scale, the mask, the softmax)")
+FAULT_IN_VALUES = Mistake(
+    "fault-in-values",
+    "localised: your attn_weights are right, but what w_o receives is not them averaging YOUR w_v output "
+    "(split into heads, weights @ v, heads concatenated head 1 first): look at the split of v, the product with "
+    "the weights, or the merge")
+FAULT_IN_OUTPUT = Mistake(
+    "fault-in-output",
+    "localised: everything up to w_o is right, but your module's output is not what w_o returned: return "
+    "w_o(concatenated heads) as it is (nothing added after it, such as a residual or a norm)")
+
 D_MODEL, N_HEADS = 12, 3  # d_k = 4
 NAMES = ("w_q", "w_k", "w_v", "w_o")
+STAGE_RTOL, STAGE_ATOL = 1e-4, 1e-5  # a stage recomputed here in another order of operations still matches
 
 
 # ---- the built-in, with its weights in the student's layout -------------------------------------------
@@ -294,6 +318,42 @@ def assert_close(actual, expected, **kwargs):
         raise
 
 
+def stages(mine, n_heads, query, key, value, mask=None):
+    """Localisation by stages, for a failure no classic mistake matched: the module runs again with w_q, w_k,
+    w_v and w_o recorded (`recorded`), and each stage is compared with the reference's computed on the
+    student's own values from the stage before (an error upstream does not cascade): the projections' inputs,
+    the weights from the recorded q and k, what w_o receives from those weights and the recorded v, and the
+    output as w_o gave it. The first stage that differs is at fault; an incomplete trace (a projection not
+    called as a module, or called twice) says nothing."""
+    def find():
+        with recorded(mine, NAMES) as calls:
+            out = call(mine, query, key, value, mask)
+        seen = once_each(calls, NAMES)
+        weights = mine.attn_weights
+        if seen is None or not isinstance(weights, torch.Tensor):
+            return ()
+        for name, argument in (("w_q", query), ("w_k", key), ("w_v", value)):
+            if not is_close(bound(seen[name], ("input",))[0], argument, rtol=0.0, atol=0.0):
+                return (FAULT_IN_INPUTS,)
+
+        def split(t):  # (batch, len, d_model) -> (batch, n_heads, len, d_k)
+            return t.unflatten(-1, (n_heads, -1)).transpose(1, 2)
+
+        q, k, v = (split(seen[name].output.detach()) for name in ("w_q", "w_k", "w_v"))
+        scores = q @ k.transpose(-2, -1) * q.size(-1)**-0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        if not is_close(weights, torch.softmax(scores, dim=-1), rtol=STAGE_RTOL, atol=STAGE_ATOL):
+            return (FAULT_IN_WEIGHTS,)
+        concat = (weights @ v).transpose(1, 2).flatten(-2)  # (batch, q_len, d_model)
+        if not is_close(bound(seen["w_o"], ("input",))[0], concat, rtol=STAGE_RTOL, atol=STAGE_ATOL):
+            return (FAULT_IN_VALUES,)
+        if not is_close(out, seen["w_o"].output, rtol=0.0, atol=0.0):
+            return (FAULT_IN_OUTPUT,)
+        return ()
+    return find
+
+
 # ---- inputs ----------------------------------------------------------------------------------------------
 
 def padding_mask(lengths, k_len, device):
@@ -321,7 +381,8 @@ def compare(student, device, dtype, cases, title):
         expected, _ = torch_forward(ref, query, key, value, mask)
         assert_close(out, expected, what=f"nn.MultiheadAttention ({title})", context=context,
                      mistakes=mistakes_for(state, N_HEADS, query, key, value, mask,
-                                           weights_seen=lambda: mine.attn_weights))
+                                           weights_seen=lambda: mine.attn_weights),
+                     localise=stages(mine, N_HEADS, query, key, value, mask))
 
 
 # ---- the module's shape ------------------------------------------------------------------------------------
@@ -437,7 +498,8 @@ def test_attn_weights(student, device):
     assert_close(weights, expected, name="attn_weights",
                  what="nn.MultiheadAttention's weights (need_weights=True, average_attn_weights=False)",
                  context=context, mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask, part=1,
-                                                        weights_seen=lambda: weights))
+                                                        weights_seen=lambda: weights),
+                 localise=stages(mine, N_HEADS, query, memory, memory, mask))
 
 
 @st.composite
@@ -471,7 +533,8 @@ def test_any_shape(student, inputs):
     named = final_example()  # the mistakes are looked for in the example reported, not in those tried shrinking
     assert_close(out, expected, what="nn.MultiheadAttention", context=context,
                  mistakes=mistakes_for(state, n_heads, query, key, key, mask,
-                                       weights_seen=lambda: mine.attn_weights) if named else None)
+                                       weights_seen=lambda: mine.attn_weights) if named else None,
+                 localise=stages(mine, n_heads, query, key, key, mask) if named else None)
     seen = mine.attn_weights
     assert_close(seen, weights, name="attn_weights", what="nn.MultiheadAttention's weights", context=context,
                  mistakes=mistakes_for(state, n_heads, query, key, key, mask, part=1,
@@ -495,7 +558,8 @@ def test_gradients_match_torch(student, device, dtype):
             assert_close(out, torch_forward(ref, query, memory, memory, mask)[0],
                          what="nn.MultiheadAttention", context=context,
                          mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask,
-                                               weights_seen=lambda: mine.attn_weights))
+                                               weights_seen=lambda: mine.attn_weights),
+                         localise=stages(mine, N_HEADS, query, memory, memory, mask))
             if not out.requires_grad:
                 fail("the output is not connected to the inputs and weights through autograd")
         else:
