@@ -9,6 +9,13 @@ mean "may attend": a padding mask (batch, 1, 1, k_len) becomes `key_padding_mask
 other mask is expanded to (batch, heads, q_len, k_len) and passed as `attn_mask=~mask` reshaped to
 (batch * heads, q_len, k_len). Every query keeps at least one key (torch gives NaN for a query with
 none; the course's convention, zeros, is graded in kata 9.3).
+
+A failure names a classic mistake when the student's output is that mistake's model on the same input (and only
+one mistake's model: where two coincide, the check names neither). When none matches, `stages` localises it: the
+module runs again with w_q, w_k, w_v and w_o recorded, and the first stage that differs from the reference
+computed on the student's own values of the stage before is named (`fault-in-*`). Dropout's contract is graded
+without seeding the student's process: each query's output must be its weights after SOME dropout (all ways
+tried) averaging the values.
 """
 
 import functools
