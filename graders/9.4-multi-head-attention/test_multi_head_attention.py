@@ -73,6 +73,10 @@ SOFTMAX_OVER_HEADS = Mistake(
     "softmax-over-heads",
     "the softmax runs over the heads dimension (dim=1 of (batch, n_heads, q_len, k_len)): each query's weights "
     "over the KEYS must sum to 1, softmax(scores, dim=-1)")
+KEY_VALUE_PROJECTIONS_SWAPPED = Mistake(
+    "key-value-projections-swapped",
+    "the keys are projected with w_v and the values with w_k: k = w_k(key), v = w_v(value) (w_k's weights are "
+    "the ones the keys are compared with, w_v's the ones averaged)")
 KEYS_VALUES_SWAPPED = Mistake(
     "keys-values-swapped",
     "the keys come from `value` and the values from `key`: k = w_k(key), v = w_v(value) (forward(query, key, "
@@ -144,6 +148,7 @@ FAULT_IN_OUTPUT = Mistake(
 
 D_MODEL, N_HEADS = 12, 3  # d_k = 4
 NAMES = ("w_q", "w_k", "w_v", "w_o")
+MIN_SCALE_EQUATIONS = 4  # independent log-ratios of weights a fitted scale must explain
 STAGE_RTOL, STAGE_ATOL = 1e-4, 1e-5  # a stage recomputed here in another order of operations still matches
 
 
@@ -203,7 +208,8 @@ def torch_forward(ref, query, key, value, mask=None):
 # ---- models of the student's module, right or wrong ---------------------------------------------------
 
 def model(state, n_heads, query, key, value, mask=None, *, split="ok", merge="ok", w_o=True, mask_first=False,
-          value_from_key=False, swap_key_value=False, scale=None, softmax_dim=-1, mask_unsqueezed=False):
+          value_from_key=False, swap_key_value=False, swap_projections=False, scale=None, softmax_dim=-1,
+          mask_unsqueezed=False):
     """Multi-head attention from `state`, or one of its classic mistakes: (output, weights)."""
     b, d_model = query.size(0), query.size(-1)
     d_k = d_model // n_heads
@@ -222,8 +228,9 @@ def model(state, n_heads, query, key, value, mask=None, *, split="ok", merge="ok
 
     if swap_key_value:
         key, value = value, key
-    q, k = heads(project("w_q", query)), heads(project("w_k", key))
-    v = heads(project("w_v", key if value_from_key else value))
+    w_k, w_v = ("w_v", "w_k") if swap_projections else ("w_k", "w_v")
+    q, k = heads(project("w_q", query)), heads(project(w_k, key))
+    v = heads(project(w_v, key if value_from_key else value))
     scores = q @ k.transpose(-2, -1) * (d_k**-0.5 if scale is None else scale)
     if mask is not None:
         if mask_first:
@@ -244,7 +251,8 @@ def model(state, n_heads, query, key, value, mask=None, *, split="ok", merge="ok
 
 def fitted_scale(state, n_heads, query, key, weights) -> float:
     """The factor c for which `weights` (the student's attn_weights) are closest to softmax(c q k^T), q and k
-    split as they should be: least squares on the log-weights, each row centred (the softmax's shift)."""
+    split as they should be: least squares on the log-weights, each row centred (the softmax's shift). Only
+    where the rows give several equations for c (a single row of two keys fits any weights exactly)."""
     b, d_k = query.size(0), query.size(-1) // n_heads
     q, k = (F.linear(t, state[f"{name}.weight"], state[f"{name}.bias"]).reshape(b, -1, n_heads, d_k).transpose(1, 2)
             for name, t in (("w_q", query), ("w_k", key)))
@@ -254,6 +262,8 @@ def fitted_scale(state, n_heads, query, key, weights) -> float:
     kept = weights > 0
     logs = torch.where(kept, weights.to(raw.dtype).log(), 0.0)
     rows = kept.sum(-1, keepdim=True).clamp_min(1)
+    if int((rows - 1).sum()) < MIN_SCALE_EQUATIONS:
+        raise ValueError("too few weights to tell a scale")
     centred_log = torch.where(kept, logs - logs.sum(-1, keepdim=True) / rows, 0.0)
     centred_raw = torch.where(kept, raw - torch.where(kept, raw, 0.0).sum(-1, keepdim=True) / rows, 0.0)
     return float((centred_log * centred_raw).sum() / (centred_raw * centred_raw).sum())
@@ -291,6 +301,7 @@ def mistakes_for(state, n_heads, query, key, value, mask=None, *, part=0, weight
         SCALED_BY_D_MODEL: (m(scale=query.size(-1)**-0.5),),
         SCALED_TWICE: (m(scale=1 / d_k),),
         SOFTMAX_OVER_HEADS: (m(softmax_dim=1),),
+        KEY_VALUE_PROJECTIONS_SWAPPED: (m(swap_projections=True),),
     }
     if weights_seen is not None:
         found[WRONG_SCALE] = (fitted(),)
