@@ -1,5 +1,6 @@
 """Planted mistake: a loop over the heads, the scale written as the paper's number, 1 / sqrt(64), not from d_k."""
 # expect: scale-not-from-d-k
+# also: fault-in-weights
 
 
 class MultiHeadAttention(MultiHeadAttention):
