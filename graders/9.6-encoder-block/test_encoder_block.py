@@ -33,6 +33,7 @@ from kata.toolkit.compare import describe, is_close
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.localise import (
     bound,
+    fault_in,
     first_miswired,
     localise,
     once_each,
@@ -104,19 +105,14 @@ NORM_REUSED = Mistake("norm-reused",
                       "feed-forward one (each has its own gamma and beta)")
 
 # Localisation (kata.toolkit.localise): said only when no classic mistake above matched, on the failing input.
-FAULT_IN_SELF_ATTN = Mistake("fault-in-self-attention",
-                             "with the reference MultiHeadAttention (kata 9.4) in place of your self_attn, holding "
-                             "its weights, your block matches: look at the self_attn you build (its class, or what "
-                             "you give it)")
-FAULT_IN_FFN = Mistake("fault-in-feed-forward",
-                       "with the reference FeedForward (kata 9.5) in place of your ffn, holding its weights, your "
-                       "block matches: look at the ffn you build (its class, or what you give it)")
+FAULT_IN_SELF_ATTN = fault_in("fault-in-self-attention", "MultiHeadAttention (kata 9.4)", "self_attn", "block")
+FAULT_IN_FFN = fault_in("fault-in-feed-forward", "FeedForward (kata 9.5)", "ffn", "block")
 FAULT_IN_NORM = Mistake("fault-in-norm",
                         "with the reference LayerNorm(d_model) (kata 9.2) in place of your norm, holding its gamma "
                         "and beta, your module matches: look at how you build that norm (its class, or its eps)")
 FAULT_IN_BLOCK = Mistake("fault-in-encoder-block",
                          "with the reference EncoderBlock (holding your weights) in place of each of your blocks, "
-                         "your Encoder matches: look at EncoderBlock")
+                         "your Encoder matches: look at the blocks your Encoder builds (EncoderBlock)")
 FAULT_IN_WIRING = Mistake("fault-in-wiring",
                           "with the reference MultiHeadAttention, FeedForward and LayerNorms in place of yours "
                           "(holding your weights), your block still differs: look at how EncoderBlock.forward wires "
@@ -272,18 +268,20 @@ def block_mistakes(ref, x, mask, *, norm_first) -> dict:
 
 def encoder_mistakes(ref, x, mask, *, norm_first) -> dict:
     """What each classic mistake of the stack outputs on this input, with these weights."""
-    def run(mask=mask, norm_first=norm_first, residual=(True, True), final_norm=True):
+    def run(mask=mask, norm_first=norm_first, residual=(True, True), norms=("norm_1", "norm_2"), final_norm=True):
         def compute():
             with torch.no_grad():
                 h = x
                 for layer in ref.layers:
-                    h = block_variant(layer, h, mask, norm_first=norm_first, residual=residual)
+                    h = block_variant(layer, h, mask, norm_first=norm_first, residual=residual, norms=norms)
                 return ref.norm(h) if final_norm else h
         return compute
 
     found = {
         (POST_FOR_PRE if norm_first else PRE_FOR_POST): run(norm_first=not norm_first),
         MISSING_RESIDUAL: run(residual=(False, False)),
+        NORMS_SWAPPED: run(norms=("norm_2", "norm_1")),
+        NORM_REUSED: run(norms=("norm_1", "norm_1")),
     }
     if norm_first:
         found[MISSING_FINAL_NORM] = run(final_norm=False)
@@ -514,6 +512,34 @@ def test_encoder_matches_torch(student, reference, device, dtype):
                      mistakes=encoder_mistakes(ref, x, mask, norm_first=norm_first),
                      localise=localise_encoder(reference, encoder, x, mask, expected.detach(), norm_first=norm_first,
                                                sizes=(d_model, n_heads, d_ff)))
+
+
+def test_encoder_runs_its_blocks_then_its_norm(student, device):
+    """In train mode too, Encoder.forward runs its blocks in order with the same mask, then its norm, and nothing
+    else"""
+    dtype = torch.float64
+    for norm_first in (False, True):
+        encoder = build_encoder(student, 2, 8, 2, 16, norm_first=norm_first, device=device, dtype=dtype, dropout=0.5)
+        encoder.train()
+        x = torch.randn(3, 5, 8, device=device, dtype=dtype)
+        mask = make_mask("padding", 3, 5, device)
+        context = (f"Encoder(2, 8, 2, 16, dropout=0.5, norm_first={norm_first}) in train mode, x {describe(x)}, "
+                   f"{_mask_text(mask)}, the same seed for both")
+        # Dropout draws alike in the student's process when it is seeded alike before each of the two runs.
+        seed = int(torch.randint(2**31 - 1, ()))
+        remote.current().seed(seed)
+        out = _output(encoder(x, mask), x, context)
+
+        def blocks_then_norm(mask, encoder=encoder, x=x, seed=seed, context=context):
+            remote.current().seed(seed)
+            h = x
+            for layer in encoder.layers:
+                h = _output(layer(h, mask), x, context)
+            return _output(encoder.norm(h), x, context)
+
+        assert_close(out, blocks_then_norm(mask), what="your own blocks run in order with the mask, then your norm",
+                     context=context, mistakes={MASK_IGNORED: lambda f=blocks_then_norm: f(None)},
+                     localise=lambda e=encoder, x=x, m=mask: encoder_trace(e, x, m))
 
 
 @given(data=st.data())

@@ -80,19 +80,22 @@ def is_close(actual, expected, *, rtol: float | None = None, atol: float | None 
     return not _differs(actual, expected, rtol, atol)
 
 
-def matching_mistakes(actual, mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor]],
+def matching_mistakes(actual, mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor] | tuple],
                       *, rtol: float | None = None, atol: float | None = None) -> tuple[Mistake, ...]:
-    """The mistakes whose output `actual` reproduces. A candidate that cannot be computed is skipped."""
+    """The mistakes whose output `actual` reproduces. A candidate that cannot be computed is skipped; a tuple
+    of candidates holds the variants of one mistake (one explanation, one box), which matches if any does."""
     found: list[Mistake] = []
-    for mistake, candidate in mistakes.items():
+    for mistake, candidates in mistakes.items():
         if any(m.id == mistake.id for m in found):  # variants of one mistake: the first that matches speaks
             continue
-        try:
-            value = candidate() if callable(candidate) else candidate
-        except Exception:  # a mistake's model that does not apply to this input
-            continue
-        if is_close(actual, value, rtol=rtol, atol=atol):
-            found.append(mistake)
+        for candidate in candidates if isinstance(candidates, tuple) else (candidates,):
+            try:
+                value = candidate() if callable(candidate) else candidate
+            except Exception:  # a mistake's model that does not apply to this input
+                continue
+            if is_close(actual, value, rtol=rtol, atol=atol):
+                found.append(mistake)
+                break
     return tuple(found)
 
 
@@ -165,7 +168,7 @@ def assert_close(
     context: str = "",
     rtol: float | None = None,
     atol: float | None = None,
-    mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor]] | None = None,
+    mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor] | tuple] | None = None,
     check_dtype: bool = True,
     check_device: bool = True,
     localise: Callable[[], tuple[Mistake, ...]] | None = None,
@@ -173,9 +176,9 @@ def assert_close(
     """Fail with a tensor-aware message unless `actual` matches `expected` within tolerance.
 
     Tolerances default to `torch.testing.assert_close`'s for `expected.dtype`. `mistakes` maps each
-    classic mistake to the output it would produce (or a function computing it, run only on failure).
-    `localise` finds the part at fault (`kata.toolkit.localise`): called only when the comparison fails and
-    no classic mistake matched, its diagnoses are the failure's.
+    classic mistake to the output it would produce (or a function computing it, run only on failure; or a
+    tuple of those, its variants). `localise` finds the part at fault (`kata.toolkit.localise`): called only
+    when the comparison fails and no classic mistake matched, its diagnoses are the failure's.
     """
     mistakes = mistakes or {}
     default_rtol, default_atol = tolerance(expected.dtype)

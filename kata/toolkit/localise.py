@@ -80,6 +80,56 @@ def reference_part(student_part, replacement):
     return replacement.train(bool(student_part.training))
 
 
+def reference_swap(owner, name: str, slug: str, build: Callable[[Any], Any]) -> Swap:
+    """The swap of the student's `owner.name` for the reference part `build(kata.earlier.<slug>)`, built in the
+    student's process when the swap is entered, holding the student's part's state."""
+    def swap():
+        return swapped(owner, name, reference_part(getattr(owner, name), build(remote.earlier(slug))))
+    return swap
+
+
+def grader_twin(student_module, twin: torch.nn.Module) -> Callable[..., Any]:
+    """`twin` (a module of the grader's: the kata's own reference, which the student's process cannot import)
+    holding the student's module's parameters, on their device and dtype, in eval mode, as a function of the
+    grader's (to lend: `rewired`); detached outputs."""
+    state = {name: p.detach() for name, p in student_module.named_parameters()}
+    first = next(iter(state.values()))
+    twin = twin.to(device=first.device, dtype=first.dtype)
+    twin.load_state_dict(state, strict=True)
+    twin.eval()
+
+    def forward(*args, **kwargs):
+        return twin(*args, **kwargs).detach()
+    return forward
+
+
+@contextlib.contextmanager
+def each_rewired(modules: Iterable[Any], forward_of: Callable[[Any], Callable[..., Any]]) -> Iterator[None]:
+    """Every one of the student's `modules` rewired to `forward_of(module)` inside the block (`rewired`)."""
+    with contextlib.ExitStack() as stack:
+        for module in modules:
+            stack.enter_context(rewired(module, forward_of(module)))
+        yield
+
+
+def mask_as(mask, shape) -> torch.Tensor:
+    """A bool mask as the (CPU) tensor of `shape` it stands for, None as nothing blocked: masks written differently
+    (broadcast once, expanded) compare alike. ValueError for anything else (a float mask: a trace then says
+    nothing about masks)."""
+    if mask is None:
+        return torch.ones(shape, dtype=torch.bool)
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise ValueError("not a bool mask")
+    return mask.cpu().expand(shape)
+
+
+def fault_in(mistake_id: str, reference: str, name: str, whole: str) -> Mistake:
+    """The diagnosis of a part found at fault by its swap: `reference` ("FeedForward (kata 9.5)") in place of the
+    student's `name` ("ffn") makes their `whole` ("block") match."""
+    return Mistake(mistake_id, f"with the reference {reference} in place of your {name}, holding its weights, your "
+                               f"{whole} matches: look at the {name} you build (its class, or what you give it)")
+
+
 def localise(run: Callable[[], Any], expected: torch.Tensor, parts: Mapping[Mistake, Swap], *,
              rtol: float | None = None, atol: float | None = None,
              wiring: Mistake | Callable[[], Iterable[Mistake]] | None = None) -> tuple[Mistake, ...]:
@@ -90,7 +140,7 @@ def localise(run: Callable[[], Any], expected: torch.Tensor, parts: Mapping[Mist
     does but all at once do, those whose swap back to the student's breaks the match. When all at once still
     differ, the fault is in the student's wiring: `wiring` (a Mistake, or a function giving the diagnoses of a
     trace) is what is said then, if the grader gives one. Nothing is said on doubt: two parts each fixing it
-    alone, an output that does not fail again, an exception, a process gone."""
+    alone, an output that does not fail again or changes from one run to the next, an exception, a process gone."""
     def matches(swaps: Iterable[Swap]) -> bool:
         with contextlib.ExitStack() as stack:
             for swap in swaps:
@@ -99,7 +149,9 @@ def localise(run: Callable[[], Any], expected: torch.Tensor, parts: Mapping[Mist
 
     try:
         with torch.no_grad():
-            if matches(()):  # not the failure it was asked about (a random output, say): nothing to localise
+            first = run()
+            # Not the failure it was asked about, or a random one (dropout left on, say): a swap would match by chance.
+            if is_close(first, expected, rtol=rtol, atol=atol) or not is_close(run(), first, rtol=0.0, atol=0.0):
                 return ()
             alone = [mistake for mistake, swap in parts.items() if matches((swap,))]
             if alone:
@@ -108,10 +160,28 @@ def localise(run: Callable[[], Any], expected: torch.Tensor, parts: Mapping[Mist
                 if wiring is None or isinstance(wiring, Mistake):
                     return (wiring,) if wiring is not None else ()
                 return tuple(wiring())
-            return tuple(mistake for mistake in parts
-                         if not matches([swap for other, swap in parts.items() if other is not mistake]))
+            return merged([mistake for mistake in parts
+                           if not matches([swap for other, swap in parts.items() if other is not mistake])])
     except Exception:  # a swap the student's code refuses, a process gone: no localisation, never a grader error
         return ()
+
+
+def merged(mistakes: Sequence[Mistake]) -> tuple[Mistake, ...]:
+    """One diagnosis per id: variants "<explanation> (<which>)" of one mistake become "<explanation> (<which>,
+    <which>)" (parts of one kind at fault together: the norms); other variants of an id give their first."""
+    by_id: dict[str, list[Mistake]] = {}
+    for mistake in mistakes:
+        by_id.setdefault(mistake.id, []).append(mistake)
+    found = []
+    for group in by_id.values():
+        split = [m.explanation.rpartition(" (") for m in group]
+        same_base = len({base for base, _, _ in split}) == 1
+        if len(group) > 1 and same_base and all(which.endswith(")") for *_, which in split):
+            which = ", ".join(detail[:-1] for *_, detail in split)
+            found.append(Mistake(group[0].id, f"{split[0][0]} ({which})"))
+        else:
+            found.append(group[0])
+    return tuple(found)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -180,5 +250,5 @@ def first_miswired(feeds: Iterable[tuple[Any, Any, Any]], *, rtol: float | None 
     return None
 
 
-__all__ = ["Call", "bound", "first_miswired", "localise", "once_each", "recorded", "reference_part", "rewired",
-           "swapped"]
+__all__ = ["Call", "bound", "each_rewired", "fault_in", "first_miswired", "grader_twin", "localise", "mask_as",
+           "merged", "once_each", "recorded", "reference_part", "reference_swap", "rewired", "swapped"]
