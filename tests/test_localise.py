@@ -5,11 +5,14 @@ small student file, and each check asserts what the toolkit found."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
 from kata import runner
 from kata.toolkit import CheckFailed, Mistake, assert_close
+from kata.toolkit.localise import localise, merged
 
 STUDENT = '''import torch
 from torch import nn
@@ -214,3 +217,20 @@ def test_assert_close_is_silent_when_localisation_fails():
     with pytest.raises(CheckFailed) as info:
         assert_close(torch.ones(3), torch.zeros(3), localise=lambda: 1 / 0)
     assert info.value.mistakes == ()
+
+
+def test_a_random_output_localises_nothing():
+    """An output that changes from one run to the next (dropout left on) matches a swap only by chance."""
+    def nothing():
+        return contextlib.nullcontext()
+
+    assert localise(lambda: torch.randn(3), torch.zeros(3), {RIGHT: nothing}, wiring=OTHER) == ()
+    assert localise(lambda: torch.ones(3), torch.zeros(3), {RIGHT: nothing}, wiring=OTHER) == (OTHER,)
+
+
+def test_parts_of_one_kind_at_fault_together_give_one_diagnosis():
+    norm_1 = Mistake("fault-in-norm", "with the reference LayerNorm, it matches (your norm_1)")
+    norm_2 = Mistake("fault-in-norm", "with the reference LayerNorm, it matches (your norm_2)")
+    assert merged([norm_1, RIGHT, norm_2]) == (
+        Mistake("fault-in-norm", "with the reference LayerNorm, it matches (your norm_1, your norm_2)"), RIGHT)
+    assert merged([RIGHT, Mistake(RIGHT.id, "another explanation")]) == (RIGHT,)

@@ -322,8 +322,10 @@ def reference_twin(reference, torch_module, n_layers, d_model, n_heads, d_ff, *,
 def block_variant(ref, x, memory, self_mask, cross_mask, *, norm_first, residual=True,
                   norms=("norm_1", "norm_2", "norm_3"), own_states=False, memory_norm=False, ffn_first=False,
                   self_for_cross=False, values_from_x=False):
-    """The reference block's sub-layers wired as a (possibly mistaken) variant."""
+    """The reference block's sub-layers wired as a (possibly mistaken) variant; `residual` is one flag for all three
+    sub-layers or one per sub-layer (self-attention, cross-attention, feed-forward)."""
     n1, n2, n3 = (getattr(ref, n) for n in norms)
+    keep = residual if isinstance(residual, tuple) else (residual,) * 3
 
     def self_attend(h):
         return ref.self_attn(h, h, h, self_mask)
@@ -332,11 +334,11 @@ def block_variant(ref, x, memory, self_mask, cross_mask, *, norm_first, residual
         kv = h if own_states else n2(memory) if memory_norm else memory
         return (ref.self_attn if self_for_cross else ref.cross_attn)(h, kv, h if values_from_x else kv, cross_mask)
 
-    steps = [(n1, self_attend), (n2, cross_attend), (n3, ref.ffn)]
+    steps = [(n1, self_attend, keep[0]), (n2, cross_attend, keep[1]), (n3, ref.ffn, keep[2])]
     if ffn_first:
         steps = [steps[0], steps[2], steps[1]]
-    for norm, sublayer in steps:
-        skip = x if residual else 0
+    for norm, sublayer, kept in steps:
+        skip = x if kept else 0
         x = sublayer(norm(x)) + skip if norm_first else norm(sublayer(x) + skip)
     return x
 
@@ -364,6 +366,9 @@ def _candidates(run, src_mask, tgt_mask, norm_first) -> dict:
     found = {
         (POST_FOR_PRE if norm_first else PRE_FOR_POST): run(norm_first=not norm_first),
         MISSING_RESIDUAL: run(residual=False),
+        **{Mistake(MISSING_RESIDUAL.id, f"{MISSING_RESIDUAL.explanation} (around {name})"):
+           run(residual=tuple(j != i for j in range(3)))
+           for i, name in enumerate(("self-attention", "cross-attention", "the feed-forward network"))},
         CROSS_ON_OWN_STATES: run(own_states=True),
         Mistake(CROSS_ON_OWN_STATES.id, CROSS_ON_OWN_STATES.explanation + " (and without a mask)"):
             run(own_states=True, cross_mask=None),
@@ -660,17 +665,19 @@ def test_default_is_post_norm(student, device):
         fail(f"DecoderBlock(...) should be an nn.Module, got {remote.type_name(default)}")
     default = randomize_(default.to(device=device, dtype=dtype), _seed()).eval()
     state = default.state_dict()
-    post, pre = (build_block(student, 8, 2, 16, norm_first=norm_first, device=device, dtype=dtype)
-                 for norm_first in (False, True))
-    for block in (post, pre):
-        block.load_state_dict(state)
     x, memory = torch.randn(2, 4, 8, device=device, dtype=dtype), torch.randn(2, 3, 8, device=device, dtype=dtype)
     masks = {"src_mask": padding_mask(2, 3, device), "tgt_mask": tril(4, device)}
-    assert_close(_output(default(x, memory, **masks), x, "DecoderBlock(8, 2, 16)"), post(x, memory, **masks),
+
+    def given(norm_first):
+        block = student.DecoderBlock(8, 2, 16, norm_first=norm_first).to(device=device, dtype=dtype).eval()
+        block.load_state_dict(state)
+        return block(x, memory, **masks)
+
+    assert_close(_output(default(x, memory, **masks), x, "DecoderBlock(8, 2, 16)"), given(False),
                  what="your DecoderBlock(8, 2, 16, norm_first=False) with the same weights",
                  context=f"DecoderBlock(8, 2, 16) (norm_first not given) in eval, x {describe(x)}, memory "
                          f"{describe(memory)}, {_mask_text(masks['src_mask'], masks['tgt_mask'])}",
-                 mistakes={DEFAULT_PRE_NORM: lambda: pre(x, memory, **masks)})
+                 mistakes={DEFAULT_PRE_NORM: lambda: given(True)})
 
 
 @given(data=st.data())
