@@ -74,10 +74,19 @@ MASKS_SWAPPED = Mistake("masks-swapped",
 # Where the lengths differ, swapped masks do not even broadcast: the size error raised on the student's line
 # that hands the decoder (tgt_mask, src_mask) in that order names the mistake.
 _SIZE_MISMATCH = r"must match the size of tensor|shape .* is invalid|cannot be broadcast|Expected size for first"
+MASK_NOT_BOOL = Mistake("mask-not-bool",
+                        "a mask is a float tensor, and torch defines &, | and ~ for bool (and integer) tensors only: "
+                        "the masks are bool, True where attention is allowed; tokens != pad_id is bool already, "
+                        "keep it so (no .float())")
 ERROR_PATTERNS = [  # one pattern per mistake: each names it once
     ErrorPattern(MASKS_SWAPPED, message=_SIZE_MISMATCH,
                  code=r"memory\s*,\s*tgt_mask\s*,\s*src_mask\b|\b(decode|decoder)\(.*\btgt_mask\s*,\s*src_mask\s*\)"
                       r"|src_mask\s*=\s*tgt_mask|tgt_mask\s*=\s*src_mask"),
+    # What torch says of a float mask (& and |: its own NotImplementedError; ~: a TypeError; masked_fill), raised from
+    # the student's line that combines masks or hands them on.
+    ErrorPattern(MASK_NOT_BOOL, message=r"not implemented for '(Float|Double|Half|BFloat16)'|~ \(operator\.invert\) "
+                                        r"is only implemented on integer and Boolean|only supports boolean masks",
+                 code=r"mask|causal|padding"),
 ]
 TGT_WITH_SRC_EMBED = Mistake("tgt-embedded-with-src-embed",
                              "the target tokens went through src_embed: use tgt_embed for tgt")
