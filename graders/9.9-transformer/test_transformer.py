@@ -154,9 +154,6 @@ FAULT_IN_EMBEDDING = Mistake("fault-in-embedding",
                              "embedding's matrix, in place of yours, your model matches: look at how you build it")
 FAULT_IN_POSITIONS = Mistake("fault-in-positional-encoding", _swapped_in(
     "pos_encoding", "PositionalEncoding(d_model, max_len, dropout) of kata 9.8"))
-FAULT_IN_GENERATOR = Mistake("fault-in-generator",
-                             "with an nn.Linear(d_model, tgt_vocab_size) holding your generator's weights in place of "
-                             "your generator, your model matches: look at the generator you build")
 FAULT_IN_WIRING = Mistake("fault-in-wiring",
                           "with the reference's parts in place of all of yours (src_embed, tgt_embed, pos_encoding, "
                           "encoder, decoder and generator, each holding your weights), your model still differs: look "
@@ -319,9 +316,10 @@ class Truth:
 # ---- localisation: the part at fault, when no classic mistake matched -----------------------------------
 
 def reference_parts(model, *, d_model, n_heads, d_ff, n_layers, norm_first, max_len, dropout) -> dict:
-    """Each part of the student's model -> the reference part (kata.earlier, built in the student's process with
-    the contract's arguments) holding the student's part's state. A part whose replacement cannot be built or
-    take that state (another class, other shapes) is left out: it gets no swap."""
+    """Each part of the student's model -> (its name, the reference part (kata.earlier, built in the student's
+    process with the contract's arguments) holding the student's part's state). A part whose replacement cannot
+    be built or take that state (another class, other shapes) is left out. The generator's key is None: it has no
+    diagnosis of its own (a plain nn.Linear; what goes wrong around it, a softmax, is a classic mistake)."""
     earlier_pe = remote.earlier("positional_encoding")
     vocab = {name: part(model, f"{name}.embedding.weight").size(0) for name in ("src_embed", "tgt_embed")}
     generator = part(model, "generator")
@@ -335,7 +333,7 @@ def reference_parts(model, *, d_model, n_heads, d_ff, n_layers, norm_first, max_
         Mistake(FAULT_IN_EMBEDDING.id, FAULT_IN_EMBEDDING.explanation + " (your tgt_embed)"):
             ("tgt_embed", lambda: earlier_pe.TokenEmbedding(vocab["tgt_embed"], d_model)),
         FAULT_IN_POSITIONS: ("pos_encoding", lambda: earlier_pe.PositionalEncoding(d_model, max_len, dropout)),
-        FAULT_IN_GENERATOR: ("generator", lambda: earlier_pe.nn.Linear(
+        None: ("generator", lambda: earlier_pe.nn.Linear(
             d_model, part(generator, "weight").size(0), bias=getattr(generator, "bias", None) is not None)),
     }
     parts = {}
@@ -350,13 +348,25 @@ def reference_parts(model, *, d_model, n_heads, d_ff, n_layers, norm_first, max_
 def localise_model(model, src, tgt, src_mask, tgt_mask, expected, *, rtol=None, **sizes):
     """What `kata.toolkit.localise` finds at fault in the student's Transformer on this input (for assert_close):
     the part whose swap for the reference's alone makes the logits match; the wiring, when every part could be
-    swapped and all of them at once still differ."""
+    swapped and all of them at once still differ. The reference generator stands in for the student's throughout,
+    so nothing is said of a fault in it alone (the output then matches with no other swap)."""
     def find():
         parts = reference_parts(model, **sizes)
+        if None not in parts:
+            return ()
+        generator = parts.pop(None)[1]
         swaps = {mistake: (lambda name=name, replacement=replacement: swapped(model, name, replacement))
                  for mistake, (name, replacement) in parts.items()}
-        return localise(lambda: model(src, tgt, src_mask, tgt_mask), expected, swaps, rtol=rtol,
-                        wiring=FAULT_IN_WIRING if len(parts) == 6 else None)
+
+        def run():
+            with swapped(model, "generator", generator):  # always the reference's: it is never the one told
+                return model(src, tgt, src_mask, tgt_mask)
+        found = localise(run, expected, swaps, rtol=rtol, wiring=FAULT_IN_WIRING if len(parts) == 5 else None)
+        embeddings = [m for m in found if m.id == FAULT_IN_EMBEDDING.id]
+        if len(embeddings) == 2:  # both sides' own class: one box
+            return (Mistake(FAULT_IN_EMBEDDING.id, FAULT_IN_EMBEDDING.explanation + " (your src_embed and tgt_embed)"),
+                    *(m for m in found if m not in embeddings))
+        return found
     return find
 
 
