@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import itertools
 import math
@@ -148,6 +149,23 @@ CLIPPING = Mistake(
     "grad-clipping",
     "with max_grad_norm, clip the total norm of all the gradients together, after backward() and before "
     "optimizer.step(): torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)")
+# Localisation: said only when no classic mistake above matched, from what the step did (its model calls, recorded
+# by a hook, and the losses it returned) against what the contract's step does on the same batches.
+FAULT_IN_MODEL_CALL = Mistake(
+    "fault-in-model-call",
+    "train_step calls the model otherwise than the step's contract: model(src, tgt_in, padding_mask(src, pad_id), "
+    "padding_mask(tgt_in, pad_id) & causal_mask(tgt_in.size(1))) with tgt_in = tgt[:, :-1] (masks bool, True = may "
+    "attend)")
+FAULT_IN_LOSS_CALL = Mistake(
+    "fault-in-loss-call",
+    "the model is called as it should be, yet the loss train_step returns is not label_smoothing_loss(logits, "
+    "tgt[:, 1:], smoothing, ignore_index=pad_id) of the model's logits: look at the loss call (its arguments, by "
+    "name) and at what you return (loss.item())")
+FAULT_IN_UPDATE = Mistake(
+    "fault-in-update",
+    "the model is called as it should be and the loss you return is right, yet the parameters after the steps "
+    "differ: look at the rest of the step: optimizer.zero_grad() before the backward of that loss, the clipping "
+    "(only with max_grad_norm), optimizer.step(), then scheduler.step()")
 GREEDY_EOS = Mistake(
     "greedy-eos",
     "a sequence that produced eos is finished: its later positions must be eos_id, and decoding stops as soon "
@@ -449,10 +467,10 @@ def in_student_process(model: torch.nn.Module):
 
 
 @contextlib.contextmanager
-def hooked(module, kind: str, hook):
+def hooked(module, kind: str, hook, **options):
     """`hook` (lent to the student's process) registered on `module` of a twin as a forward (kind "forward") or
     forward pre-hook ("forward_pre") inside the block only: the twin serves the later checks."""
-    handle = getattr(module, f"register_{kind}_hook")(hook)
+    handle = getattr(module, f"register_{kind}_hook")(hook, **options)
     try:
         yield
     finally:
@@ -798,14 +816,16 @@ def simulated_loss(reference, loss_fn, model, src, tgt, *, shift="ok", causal=Tr
 
 
 def simulated_training(reference, loss_fn, model, batches, make, *, zero="before", scheduler="after", clip=None,
-                       clip_how="norm", **loss_kwargs) -> torch.Tensor:
+                       clip_how="norm", losses: list | None = None, **loss_kwargs) -> torch.Tensor:
     """Train a copy of `model` (here) on `batches` the way a (possibly mistaken) train_step would; its flat
-    parameters."""
+    parameters (and each step's loss appended to `losses`, if given)."""
     model = copy.deepcopy(model)
     optimizer, sched = make(model)
     for src, tgt in batches:
         model.train()
         loss = simulated_loss(reference, loss_fn, model, src, tgt, **loss_kwargs)
+        if losses is not None:
+            losses.append(float(loss))
         if zero == "before":
             optimizer.zero_grad()
         loss.backward()
@@ -865,9 +885,11 @@ def test_train_step_loss(student, reference, device, dtype):
     before = tiny_model(reference, device=device, dtype=dtype)
     model = in_student_process(before)
     src, tgt = (t.to(device) for t in small_batch())
-    seen = []
-    with hooked(model.tgt_embed, "forward_pre", lambda module, args: seen.append(args[0].detach().clone())):
+    seen, trace = [], StepTrace()
+    with hooked(model.tgt_embed, "forward_pre", lambda module, args: seen.append(args[0].detach().clone())), \
+            recording(model, trace):
         loss = call_train_step(student, model, (src, tgt), sgd_with(lambda step: 0.01), smoothing=0.1)
+    trace.losses.append(loss)
     context = (f"src {describe(src)}, tgt {describe(tgt)} (bos, symbols, eos, padding), pad_id={PAD}, smoothing=0.1; "
                "the reference step calls your label_smoothing_loss")
     if not seen:
@@ -896,18 +918,98 @@ def test_train_step_loss(student, reference, device, dtype):
                                Mistake(LOSS_ARGUMENTS.id, LOSS_ARGUMENTS.explanation + " (the padding is not "
                                        "ignored)"): variant(ignore=False),
                                Mistake(LOSS_ARGUMENTS.id, LOSS_ARGUMENTS.explanation + " (the smoothing is not "
-                                       "passed on)"): variant(smoothing=0.0)})
+                                       "passed on)"): variant(smoothing=0.0)},
+                     localise=localise_step(trace, [(src, tgt)], [float(want)], update=False))
 
 
-def train_with_student(student, model, batches, make, **kwargs):
+def train_with_student(student, model, batches, make, trace: StepTrace | None = None, **kwargs):
     """Run the student's train_step on `batches` (`model` is in the student's process) with one optimiser and
-    scheduler from `make`."""
+    scheduler from `make`; what the steps did goes into `trace`, if given."""
     optimizer, scheduler = make(model)
-    for batch in batches:
-        loss = student.train_step(model, batch, optimizer, scheduler, PAD, 0.1, **kwargs)
-        if isinstance(loss, torch.Tensor):
-            fail(f"train_step returned a tensor {describe(loss)}: return the loss as a Python float (loss.item())")
+    with recording(model, trace):
+        for batch in batches:
+            loss = student.train_step(model, batch, optimizer, scheduler, PAD, 0.1, **kwargs)
+            if isinstance(loss, torch.Tensor):
+                fail(f"train_step returned a tensor {describe(loss)}: return the loss as a Python float (loss.item())")
+            if trace is not None:
+                trace.losses.append(loss)
     return optimizer, scheduler
+
+
+@dataclasses.dataclass
+class StepTrace:
+    """What the student's train_step did on a check's batches: each call of the model (its arguments, by value)
+    and each loss it returned."""
+
+    calls: list = dataclasses.field(default_factory=list)
+    losses: list = dataclasses.field(default_factory=list)
+
+
+@contextlib.contextmanager
+def recording(model, trace: StepTrace | None):
+    """The model's calls go into `trace` inside the block (a forward pre-hook of the grader's, lent)."""
+    if trace is None:
+        yield
+        return
+    with hooked(model, "forward_pre", lambda module, args, kwargs: trace.calls.append((args, kwargs)),
+                with_kwargs=True):
+        yield
+
+
+def _full_mask(mask, shape):
+    """A mask as the bool tensor of `shape` it stands for (None: nothing hidden); None when it is not one (a float
+    mask, a shape that does not broadcast): then it differs from any."""
+    if mask is None:
+        return torch.ones(shape, dtype=torch.bool)
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        return None
+    try:
+        return mask.cpu().expand(shape)
+    except RuntimeError:
+        return None
+
+
+def miscalled(trace: StepTrace, batches) -> str | None:
+    """The first argument of the model's calls that differs from the contract's, said in words ("" when the trace
+    cannot say: not one call per step); None when every call matches."""
+    if len(trace.calls) != len(batches):
+        return ""
+    names = ("src", "tgt", "src_mask", "tgt_mask")
+    for step, ((args, kwargs), (src, tgt)) in enumerate(zip(trace.calls, batches, strict=True), start=1):
+        given = dict(zip(names, args, strict=False)) | kwargs
+        tgt_in = tgt[:, :-1]
+        scores = (src.size(0), 1, tgt_in.size(1), tgt_in.size(1))
+        wanted = {"src": src, "tgt": tgt_in, "src_mask": padding_mask_of(src), "tgt_mask": padding_mask_of(tgt_in)
+                  & torch.ones(scores[-2:], dtype=torch.bool).tril()}
+        for name in names:
+            actual, want = given.get(name), wanted[name]
+            if name.endswith("mask"):
+                shape = (*scores[:3], src.size(1) if name == "src_mask" else scores[3])
+                actual, want = _full_mask(actual, shape), want.expand(shape)
+            if not (isinstance(actual, torch.Tensor) and actual.shape == want.shape
+                    and torch.equal(actual.cpu(), want.cpu())):
+                return f"at step {step}, its {name} argument differs"
+    return None
+
+
+def padding_mask_of(tokens: torch.Tensor) -> torch.Tensor:
+    return (tokens != PAD)[:, None, None, :]
+
+
+def localise_step(trace: StepTrace, batches, reference_losses: list[float], *, update: bool):
+    """The part of the student's train_step at fault, when no classic mistake matched (for assert_close): the model
+    call, else the loss it returns (the first step's: it depends on nothing the updates changed), else, for a check
+    of the parameters, the update."""
+    def find() -> tuple[Mistake, ...]:
+        where = miscalled(trace, batches)
+        if where:
+            return (Mistake(FAULT_IN_MODEL_CALL.id, f"{FAULT_IN_MODEL_CALL.explanation} ({where})"),)
+        if where is None and trace.losses and reference_losses:
+            if not math.isclose(float(trace.losses[0]), reference_losses[0], rel_tol=1e-5, abs_tol=1e-6):
+                return (FAULT_IN_LOSS_CALL,)
+            return (FAULT_IN_UPDATE,) if update else ()
+        return ()
+    return find
 
 
 def step_mistakes(reference, loss_fn, start, batches, make, **config) -> dict:
@@ -943,12 +1045,14 @@ def test_train_step_updates(student, reference):
     model = in_student_process(start)
     batches = [small_batch() for _ in range(3)]
     make = sgd_with(lambda step: 0.05)  # a constant rate: how the scheduler is stepped does not matter here
-    train_with_student(student, model, batches, make)
+    trace, losses = StepTrace(), []
+    train_with_student(student, model, batches, make, trace)
     loss_fn = student.label_smoothing_loss
-    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make),
+    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make, losses=losses),
                  name="the model after 3 train_step calls", what="the reference's",
                  context="a small Transformer trained by SGD (lr 0.05) on 3 batches",
-                 mistakes=step_mistakes(reference, loss_fn, start, batches, make))
+                 mistakes=step_mistakes(reference, loss_fn, start, batches, make),
+                 localise=localise_step(trace, batches, losses, update=True))
 
 
 def test_train_step_scheduler(student, reference):
@@ -957,7 +1061,8 @@ def test_train_step_scheduler(student, reference):
     model = in_student_process(start)
     batches = [small_batch() for _ in range(3)]
     make = sgd_with(lambda step: 0.02 * (step + 1))  # step k's update uses lr 0.02 * k
-    _, scheduler = train_with_student(student, model, batches, make)
+    trace, losses = StepTrace(), []
+    _, scheduler = train_with_student(student, model, batches, make, trace)
     stepped = scheduler.last_epoch
     if stepped != 3:
         how = "never" if stepped == 0 else f"{stepped} times"
@@ -965,11 +1070,12 @@ def test_train_step_scheduler(student, reference):
              "optimiser step", SCHEDULER_STEPS)
 
     loss_fn = student.label_smoothing_loss
-    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make),
+    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make, losses=losses),
                  name="the model after 3 train_step calls",
                  what="the reference's (scheduler.step() after optimizer.step())",
                  context="SGD whose lr grows every scheduler step (0.02, 0.04, 0.06)",
-                 mistakes=step_mistakes(reference, loss_fn, start, batches, make))
+                 mistakes=step_mistakes(reference, loss_fn, start, batches, make),
+                 localise=localise_step(trace, batches, losses, update=True))
 
 
 def test_train_step_clips_gradients(student, reference):
@@ -978,14 +1084,16 @@ def test_train_step_clips_gradients(student, reference):
     model = in_student_process(start)
     batches = [small_batch() for _ in range(2)]
     make = sgd_with(lambda step: 1.0)
-    train_with_student(student, model, batches, make, max_grad_norm=0.05)
+    trace, losses = StepTrace(), []
+    train_with_student(student, model, batches, make, trace, max_grad_norm=0.05)
 
     loss_fn = student.label_smoothing_loss
-    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make, clip=0.05),
+    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make, clip=0.05, losses=losses),
                  name="the model after 2 train_step calls",
                  what="the reference's (clip_grad_norm_(model.parameters(), 0.05))",
                  context="SGD with lr 1.0 and max_grad_norm=0.05 (the gradients' norm is larger)",
-                 mistakes=step_mistakes(reference, loss_fn, start, batches, make, clip=0.05))
+                 mistakes=step_mistakes(reference, loss_fn, start, batches, make, clip=0.05),
+                 localise=localise_step(trace, batches, losses, update=True))
 
 
 def test_train_mode(student, reference):
