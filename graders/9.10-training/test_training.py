@@ -1322,12 +1322,12 @@ def test_greedy_no_graph(student, reference):
 
 def test_greedy_keeps_mode(student, reference):
     """greedy_decode leaves the model's train/eval mode as it found it (a model in train mode stays in train mode)"""
+    _, twin, src, src_mask = decoding_model(reference)  # dropout 0: the mode changes no output
+    modules = list(twin.modules())  # handles, one round trip
     for training in (True, False):
-        _, twin, src, src_mask = decoding_model(reference)  # dropout 0: the mode changes no output
         twin.train(training)
         given = "train" if training else "eval"
-        call_decode(student, twin, src, 4, src_mask, f"a model in {given} mode")
-        modules = list(twin.modules())
+        call_decode(student, twin, src, 3, src_mask, f"a model in {given} mode")
         # Every module's flag, read by one call there (model.training alone misses a sub-module switched apart).
         changed = [m for m in there().map(there().getattr, modules, ["training"] * len(modules)) if m != training]
         if changed:
