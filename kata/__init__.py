@@ -8,6 +8,7 @@ Layers, from the bottom up:
 - `kata.grading`   what runs inside the grading child process: the pytest plugin and the helpers
                    graders use (tensor-aware comparisons, diagnoses, forbidden built-ins).
 - `kata.runner`    the parent side of grading: a child process, structured results, named outcomes.
+- `kata.scoring`   how a kata's points are earned: weights, and the cap of a failed critical check.
 - `kata.outcomes`  the words of a result every layer shares ("passed", ...) and the exit codes.
 - `kata.progress`  persistence of a student's progress.
 - `kata.workspace` a student's files: reset, restore, backups.

@@ -28,7 +28,7 @@ import re
 from fractions import Fraction
 from pathlib import Path
 
-from kata import runner, wording
+from kata import runner, scoring, wording
 from kata.course import Course, Kata
 from kata.grade import Submission, grade_kata
 from kata.grading import isolation
@@ -53,7 +53,8 @@ def result(kata: Kata, grade) -> dict:
     notice adds up the tests' scores. So that both give the kata's points, a check is as many tests as its
     weight holds of the smallest weight unit (a check of weight 2 beside checks of weight 1 is two), and the
     kata's score, computed as the table computes it, rides on its first passed test: the notice then adds the
-    very floats the table adds."""
+    very floats the table adds. A score capped by a failed critical check gets failed tests of the cap, as many
+    as bring the share of passed tests down to the cap."""
     milliseconds = round(grade.seconds * 1000)
     if not grade.checks_ran:
         what = OUTCOME_TITLE.get(grade.outcome, grade.outcome)
@@ -65,15 +66,26 @@ def result(kata: Kata, grade) -> dict:
         denominator = math.lcm(*(w.denominator for w in weights))
         counts = [int(w * denominator) for w in weights]
         step = math.gcd(*counts)  # the largest weight that every check's weight counts a whole number of
+        units = [count // step for count in counts]
+        # A failed critical check caps the score at a share n/d of the points (`kata.scoring`): failed tests of
+        # the cap are added so that passed / tests is n/d, every unit counted `repeat` times to keep it whole.
+        cap, passed_units, extra, repeat = Fraction(scoring.CRITICAL_CAP).limit_denominator(1000), 0, 0, 1
+        if grade.capped_off > 0:
+            passed_units = sum(u for c, u in zip(grade.checks, units, strict=True) if c["status"] == runner.PASSED)
+            repeat = cap.numerator // math.gcd(passed_units * cap.denominator, cap.numerator)
+            extra = passed_units * repeat * cap.denominator // cap.numerator - sum(units) * repeat
         tests = []
-        for check, count in zip(grade.checks, counts, strict=True):
+        for check, count in zip(grade.checks, units, strict=True):
             passed = check["status"] == runner.PASSED
-            units = count // step
+            count *= repeat
             message = "" if passed else wording.check_feedback(check["message"], check.get("diagnoses", []),
                                                                check["status"])
-            tests += [{"name": f"{kata.id} {check['title']}" + (f" [{i} of {units}]" if units > 1 else ""),
+            tests += [{"name": f"{kata.id} {check['title']}" + (f" [{i} of {count}]" if count > 1 else ""),
                        "status": "pass" if passed else "fail", "score": 0, "message": message, "test_code": "",
-                       "filename": grade.file or "", "line_no": 0, "duration": 0} for i in range(1, units + 1)]
+                       "filename": grade.file or "", "line_no": 0, "duration": 0} for i in range(1, count + 1)]
+        tests += [{"name": f"{kata.id} cap" + (f" [{i} of {extra}]" if extra > 1 else ""), "status": "fail",
+                   "score": 0, "message": grade.cap_note(), "test_code": "", "filename": grade.file or "",
+                   "line_no": 0, "duration": 0} for i in range(1, extra + 1)]
         # The grading child does not time checks one by one: the kata's time is in the first test.
         tests[0]["duration"] = milliseconds
         passing = [t for t in tests if t["status"] == "pass"]

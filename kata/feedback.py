@@ -63,6 +63,8 @@ def _katas(state, student: str) -> list[_Kata]:
         else:
             passed = [c for c in grade.checks if c["status"] == runner.PASSED]
             item.summary = f"{len(passed)} of {len(grade.checks)} checks passed"
+            if grade.capped_off > 0:  # why the points are fewer than the passed checks are worth
+                item.summary += f"; {grade.cap_note()}"
             item.passed = [c["title"] for c in passed]
             item.not_implemented = [c["title"] for c in grade.checks if c["status"] == runner.NOT_IMPLEMENTED]
             item.failures = [

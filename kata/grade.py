@@ -45,7 +45,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from kata import runner, wording
+from kata import runner, scoring, wording
 from kata.course import Course, Kata
 from kata.grading import isolation
 from kata.pool import Pool, open_pool
@@ -156,6 +156,9 @@ class KataGrade:
     isolation: str = ""  # the operating-system sandbox it was graded in (`UNSAFE` if none)
     # what the student's process stood in (`kata.student.walls.Report`: user, namespaces, problem); {} if it never ran
     walls: dict = field(default_factory=dict)
+    # A critical check failed (`kata.scoring`): their titles, and the points the cap took off the passed checks'
+    critical_failed: list[str] = field(default_factory=list)
+    capped_off: float = 0.0
 
     @property
     def key(self) -> tuple[str, str]:
@@ -172,6 +175,10 @@ class KataGrade:
         diagnoses were kept has none)."""
         return wording.unique_diagnoses([d for c in self.checks if c["status"] != runner.PASSED
                                          for d in c.get("diagnoses", [])])
+
+    def cap_note(self) -> str:
+        """Why the score is below what the passed checks are worth ("" where it is not)."""
+        return scoring.cap_note(self.critical_failed) if self.capped_off > 0 else ""
 
     def reason(self) -> str:
         """Why the kata failed as a whole, for the student: what happened, where, and the message."""
@@ -271,13 +278,14 @@ def grade_kata(course: Course, kata: Kata, submission: Submission, *, fingerprin
                                  runs_at_once=runs_at_once, credit=credit)
     where = [f"{relative}:{f.line}" if Path(f.file) == copy else f"{f.file}:{f.line}" for f in result.frames]
     checks = [{"id": c.id, "title": c.title, "status": c.status, "points": c.points if c.passed else 0.0,
-               "worth": c.points, "weight": c.weight, "message": _clip(c.message),
+               "worth": c.points, "weight": c.weight, "critical": c.critical, "message": _clip(c.message),
                "diagnoses": wording.unique_diagnoses(c.diagnoses)} for c in result.checks]
     points = result.points
     return KataGrade(submission.student, kata.id, result.outcome, points, kata.points, _clip(result.message),
                      relative, hashlib.sha256(content).hexdigest(), fingerprint, round(result.seconds, 3), where,
                      checks, now, f"{sandbox}; {runner.describe_walls(result.walls)}",
-                     {k: result.walls[k] for k in ("user", "namespaces", "problem") if k in result.walls})
+                     {k: result.walls[k] for k in ("user", "namespaces", "problem") if k in result.walls},
+                     result.critical_titles(), result.capped_off)
 
 
 # ---- the class folder -------------------------------------------------------------------------------
@@ -651,7 +659,7 @@ def report_rows(state: ClassGrades) -> dict[str, list[list]]:
     """The rows of each CSV report, header first."""
     grades = [["student", *[k.id for k in state.katas], "total", "max", "complete"]]
     katas = [["student", "kata", "outcome", "points", "max_points", "message", "diagnoses", "where", "file", "sha256",
-              "seconds", "isolation"]]
+              "seconds", "isolation", "capped"]]
     checks = [["student", "kata", "check", "title", "status", "points", "worth", "message", "diagnosis"]]
     for submission in state.submissions:
         row = [_cell(submission.student)]
@@ -665,10 +673,13 @@ def report_rows(state: ClassGrades) -> dict[str, list[list]]:
             katas.append([_cell(grade.student), grade.kata, grade.outcome, _number(grade.points),
                           _number(grade.max_points), _cell(grade.message), _explained(grade.diagnoses()),
                           _cell(" ".join(grade.where)), grade.file or "", grade.sha256 or "", grade.seconds,
-                          grade.isolation])
+                          grade.isolation, _cell(grade.cap_note())])
             checks += [[_cell(grade.student), grade.kata, c["id"], _cell(c["title"]), c["status"],
                         _number(c["points"]), _number(c["worth"]), _cell(c["message"]),
                         _explained(c.get("diagnoses", []))] for c in grade.checks]
+            if grade.capped_off > 0:  # the checks' points, less the cap's row, add up to the kata's
+                checks.append([_cell(grade.student), grade.kata, "cap", _cell(grade.cap_note()), "capped",
+                               _number(-grade.capped_off), 0, "", ""])
         grades.append([*row, _number(state.student_total(submission.student)), _number(state.max_total),
                        "yes" if complete else "no"])
     return {"grades.csv": no_formulas(grades), "katas.csv": no_formulas(katas), "checks.csv": no_formulas(checks)}

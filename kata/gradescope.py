@@ -291,13 +291,21 @@ def _tests(kata: Kata, grade, visibility: Visibility) -> list[dict]:
     `visibility` shows it (`_shown`). A failed check's `output` is its message and its diagnoses, as `kata check`
     shows them."""
     if grade.checks_ran:
-        return [test for i, c in enumerate(grade.checks, start=1) for test in _shown(
+        tests = [test for i, c in enumerate(grade.checks, start=1) for test in _shown(
             {"name": f"{kata.id} {kata.title}: {c['title']}", "number": f"{kata.id}.{i}",
              "score": c["points"], "max_score": c["worth"],
              "status": "passed" if c["status"] == "passed" else "failed",
              "output": "passed" if c["status"] == "passed" else
              wording.check_feedback(c["message"], c.get("diagnoses", []), c["status"]), "tags": [kata.id]},
             c["status"], visibility.level(kata.id, c["id"]))]
+        if grade.capped_off > 0:  # a failed critical check caps the kata: the tests' scores still add up to it
+            # Shown as the (first) critical check that failed is, so that the cap tells nothing it hides.
+            first = next((c["id"] for c in grade.checks if c.get("critical") and c["status"] != "passed"), None)
+            tests += _shown({"name": f"{kata.id} {kata.title}: cap", "number": f"{kata.id}.cap",
+                             "score": -grade.capped_off, "max_score": 0.0, "status": "failed",
+                             "output": grade.cap_note(), "tags": [kata.id]}, "capped",
+                            visibility.level(kata.id, first))
+        return tests
     return _shown({"name": f"{kata.id} {kata.title}", "number": kata.id, "score": grade.points,
                    "max_score": kata.points, "status": "failed", "output": grade.reason(), "tags": [kata.id]},
                   grade.outcome, visibility.level(kata.id))

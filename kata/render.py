@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kata import progress as prog
-from kata import runner, wording
+from kata import runner, scoring, wording
 from kata.course import Course, Kata
 from kata.grade import MISSING, NOT_REGULAR, UNREADABLE, UNSAFE
 from kata.grading import protocol
@@ -404,9 +404,13 @@ def _checks_table(result: KataResult) -> Table | None:
         families[_family(check)].append(check)
     earned_raw = [sum(c.points for c in checks if c.passed) for checks in families.values()]
     worth_raw = [sum(c.points for c in checks) for checks in families.values()]
-    earned = apportion(earned_raw, total=result.points)
+    # A failed critical check caps the score (`kata.scoring`): the rows earn what they are worth, and a row of
+    # its own takes off what the cap does, so that the rows still add up to the total.
+    capped = result.capped_off > 0
+    uncapped = result.points + result.capped_off if capped else result.points
+    earned = apportion(earned_raw, total=uncapped)
     lost = apportion([w - e for w, e in zip(worth_raw, earned_raw, strict=True)],
-                     total=_units(result.max_points) / 100 - _units(result.points) / 100)
+                     total=_units(result.max_points) / 100 - _units(uncapped) / 100)
     table = Table(box=None, show_header=True, header_style="dim", padding=(0, 1))
     table.add_column(width=1)
     table.add_column("check", ratio=3)
@@ -431,6 +435,10 @@ def _checks_table(result: KataResult) -> Table | None:
             f"{points_text(row_earned)}/{points_text(row_earned + row_lost)}")
         table.add_row(Text(mark, style=style), Text(family, style=None if worst.passed else style), variants,
                       Text(f"{passed}/{len(checks)}", style=None if worst.passed else style), f"{points} pt")
+    if capped:
+        off = points_text((_units(uncapped) - _units(result.points)) / 100)
+        table.add_row(Text("!", style="red"), Text(scoring.cap_note(result.critical_titles()), style="red"), "", "",
+                      Text(f"−{off} pt", style="red"))
     return table
 
 
@@ -781,6 +789,8 @@ def classroom_step(kata: Kata, grade, data: dict, line: str, lines: int = 4) -> 
             continue
         text = wording.check_feedback(check["message"], check.get("diagnoses", []), check["status"], lines)
         click.echo(f"  ✗ {check['title']}: " + text.replace("\n", "\n      "), err=True)
+    if grade.capped_off > 0:
+        click.echo(f"  ! {grade.cap_note()}", err=True)
     click.echo(line)
 
 

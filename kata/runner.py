@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from kata import scoring
 from kata.course import Course, Kata
 from kata.grading import cgroup, isolation, protocol
 from kata.grading.scan import scan
@@ -90,6 +91,7 @@ class Check:
     dtype: str | None = None
     weight: float = 1.0
     points: float = 0.0
+    critical: bool = False  # planned as critical (the import record): when it does not pass, the score is capped
     structural: bool = False  # compares no value with a truth: counts only beside a passing check of values
     diagnoses: list[dict] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
@@ -122,6 +124,10 @@ class KataResult:
     threads: int | None = None  # torch's intra-op threads in the grading process
     memory_mb: int | None = None  # the memory limit the checks ran under
     total_weight: float = 0.0  # the weights of every check that was to run (those a crash left unrun too)
+    # The critical checks that were to run and did not pass (failed, or left unrun by a crash): the score is
+    # then at most `cap` points (`kata.scoring`); `cap` is None when every critical check passed.
+    critical_failed: list[str] = field(default_factory=list)
+    cap: float | None = None
     walls: dict = field(default_factory=dict)  # what the student's process stood in (`kata.student.walls`)
     log: str = ""  # the head and tail of the child's own stdout/stderr: for course authors, never grader source
     # Every CPU check of the kata ran (none skipped, none left out by --device): only then do the points
@@ -141,10 +147,23 @@ class KataResult:
     def cuda_verified(self) -> bool:
         return "cuda" in self.devices
 
+    @property
+    def capped_off(self) -> float:
+        """The points the cap took (`kata.scoring`): what the passed checks are worth beyond the score."""
+        if self.cap is None:
+            return 0.0
+        return max(0.0, sum(c.points for c in self.checks if c.passed) - self.points)
+
+    def critical_titles(self) -> list[str]:
+        """The titles of the critical checks that did not pass (the id of one that never ran)."""
+        titles = {c.id: c.title for c in self.checks}
+        return [titles.get(cid, cid) for cid in self.critical_failed]
+
     def to_dict(self) -> dict:
         data = asdict(self)
         data["exit_code"] = self.exit_code
         data["cuda_verified"] = self.cuda_verified
+        data["capped_off"] = self.capped_off
         return data
 
 
@@ -533,12 +552,15 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
     begun: dict[str, str] = {}  # id -> title of each check that started
     announced: int | None = None
     planned: list[float] | None = None  # the weight of every check that was to run
+    critical: list[str] = []  # the ids of the critical checks that were to run
     imported = gone = None
     for event in events:
         if event["event"] == "import":
             result.output = event.get("output", "")
             announced = event.get("checks")
             planned = event.get("weights")
+            listed = event.get("critical")
+            critical = [c for c in listed if isinstance(c, str)] if isinstance(listed, list) else []
             result.known_diagnoses = list(event.get("diagnoses") or [])
             imported = event
         elif event["event"] == "begin":
@@ -550,7 +572,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
         elif event["event"] == "gone" and gone is None:
             gone = event
     _gate(result)
-    _score(kata, result, planned)
+    _score(kata, result, planned, critical)
     result.walls = (imported or {}).get("walls") or {}
     result.complete = "cpu" in result.devices and not any(c.status == protocol.SKIPPED for c in result.checks)
     finished = {c.id for c in result.checks}
@@ -560,7 +582,7 @@ def _interpret(kata: Kata, path: Path, stream: protocol.Stream, returncode: int,
     if stream.problems:
         result.outcome = INTERNAL_ERROR
         result.message = f"the results of the checks are cut or garbled ({stream.problems[0]}): the judge failed"
-        result.points = 0.0
+        result.points, result.cap, result.critical_failed = 0.0, None, []
         return result
     if imported is not None and imported.get("status") != protocol.IMPORT_OK:
         result.outcome = {protocol.TIMEOUT: TIMEOUT, protocol.CRASH: CRASH}.get(imported["status"], imported["status"])
@@ -685,17 +707,21 @@ def _gate(result: KataResult) -> None:
             check.status, check.message = protocol.FAILED, UNEARNED
 
 
-def _score(kata: Kata, result: KataResult, planned: list[float] | None) -> None:
+def _score(kata: Kata, result: KataResult, planned: list[float] | None, critical: list[str]) -> None:
     """Each check is worth the kata's points times its weight over the total weight of every check that was
-    to run (`planned`; a check that never ran, after a crash, earns nothing). The kata's score is one
-    product and one quotient (not a sum of shares), so passing every check gives exactly its points, as in
-    the nbgrader export (`kata.nbgrader.runtime.score_of`)."""
+    to run (`planned`; a check that never ran, after a crash, earns nothing); when a check planned as
+    critical (`critical`, ids) did not pass, the score is capped (`kata.scoring`). The rule is
+    `kata.scoring.earned`, which the nbgrader export (`kata.nbgrader.runtime.score_of`) applies too."""
     recorded = sum(c.weight for c in result.checks)
     valid = isinstance(planned, list) and all(isinstance(w, (int, float)) for w in planned)
     total = max(recorded, float(sum(planned))) if valid else recorded
     result.total_weight = total
+    passed_ids = {c.id for c in result.checks if c.passed}
+    result.critical_failed = [cid for cid in dict.fromkeys(critical) if cid not in passed_ids]
     for check in result.checks:
         check.points = kata.points * check.weight / total if total else 0.0
+        check.critical = check.id in critical
     result.max_points = kata.points
+    result.cap = kata.points * scoring.CRITICAL_CAP if result.critical_failed else None
     passed = sum(c.weight for c in result.checks if c.passed)
-    result.points = kata.points * passed / total if total else 0.0
+    result.points = scoring.earned(kata.points, passed, total, bool(result.critical_failed))

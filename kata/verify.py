@@ -278,6 +278,9 @@ def _conclude(plan: _Plan, results: list[KataResult]) -> KataReport:
         run.cuda_checks_on_cpu = result.cuda_checks_on_cpu
         report.runs.append(run)
         report.diagnoses = sorted(set(report.diagnoses) | set(result.known_diagnoses))
+    if not any(c.critical for result in results for c in result.checks):
+        report.problems.append("no check is marked critical (`@pytest.mark.critical`): a bug that breaks what the "
+                               "kata builds would cost only its checks' share of the points (kata.scoring)")
     if report.uncovered:
         report.problems.append(f"no planted mistake is written for (and named by) the diagnoses "
                                f"{', '.join(report.uncovered)}: each diagnosis must be shown to fire as meant")

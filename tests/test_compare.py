@@ -133,3 +133,11 @@ def test_scan_ignores_the_students_own_softmax_and_prose():
     source = '"""softmax, explained."""\nimport torch\n\ndef softmax(x):\n    """torch.softmax is forbidden"""\n' \
              '    return x\n\ny = softmax(torch.ones(2))\n'
     assert scan(source, FORBIDDEN) == []
+
+
+def test_scan_ignores_a_forbidden_name_printed_as_a_label_but_not_one_looked_up():
+    """A corpus student's debug line, `print("softmax", ...)`, got the kata 0 as forbidden."""
+    source = ('import torch\n\ndef softmax(x, dim=-1):\n    print("softmax", tuple(x.shape), f"{\'softmax\'}")\n'
+              '    assert x.dim(), "softmax"\n    name = "softmax"\n    return getattr(torch, name)(x, dim)\n')
+    assert [(v.line, v.name) for v in scan(source, FORBIDDEN)] == [(6, "torch.softmax")]
+    assert [v.line for v in scan('import torch\nprint(getattr(torch, "softmax"))\n', FORBIDDEN)] == [2]

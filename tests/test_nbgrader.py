@@ -511,15 +511,19 @@ def test_full_marks_are_exact_whatever_the_number_of_checks():
     from types import SimpleNamespace
 
     checks = [SimpleNamespace(weight=1.0, passed=True) for _ in range(16)] + [SimpleNamespace(weight=2.0, passed=True)]
-    result = SimpleNamespace(checks=checks, outcome="passed", total_weight=18.0)
+    result = SimpleNamespace(checks=checks, outcome="passed", total_weight=18.0, critical_failed=[])
     assert sum(10 * c.weight / 18 for c in checks) != 10.0
     assert runtime.score_of(result, 10.0) == 10.0
     checks[-1].passed = False
     assert runtime.score_of(result, 10.0) == 10.0 * 16 / 18
     # A check a crash left unrun still counts in the total, so passing those that ran is not full marks.
-    crashed = SimpleNamespace(checks=checks[:4], outcome="crash", total_weight=18.0)
+    crashed = SimpleNamespace(checks=checks[:4], outcome="crash", total_weight=18.0, critical_failed=[])
     assert runtime.score_of(crashed, 10.0) == 10.0 * 4 / 18
-    assert runtime.score_of(SimpleNamespace(checks=[], outcome="internal-error", total_weight=0.0), 10.0) == 0.0
+    assert runtime.score_of(SimpleNamespace(checks=[], outcome="internal-error", total_weight=0.0,
+                                            critical_failed=[]), 10.0) == 0.0
+    # A critical check that did not pass caps the score (`kata.scoring`), as `kata check` caps it.
+    capped = SimpleNamespace(checks=checks, outcome="failed", total_weight=18.0, critical_failed=["values"])
+    assert runtime.score_of(capped, 10.0) == 4.0
 
 
 def test_a_name_defined_by_two_katas_of_one_notebook_is_refused(tmp_path):

@@ -215,11 +215,14 @@ def assert_rows_add_up(out: str) -> None:
     passed, runs, points, max_points = footer.groups()
     assert sum(int(r[0]) for r in rows) == int(passed) and sum(int(r[1]) for r in rows) == int(runs)
     earned = sum(float(r[2]) if r[2] else float(r[3]) for r in rows)
+    cap = re.search(r"^ !\s+capped .*?−([\d.]+) pt\s*$", out, re.MULTILINE)  # a failed critical check's row
+    earned -= float(cap.group(1)) if cap else 0.0
     assert round(earned, 2) == float(points) and round(sum(float(r[3]) for r in rows), 2) == float(max_points)
 
 
 def test_rows_add_up_where_rows_that_passed_and_rows_that_failed_round_apart(course_root, course):
-    """9.7 with the source padding mask ignored: 9.677 points, whose rows once added to 9.67 under "9.68"."""
+    """9.7 with the source padding mask ignored: rows whose points once added to 9.67 under "9.68"; a critical
+    check fails now, so the rounded rows and the cap's own row add up to the 8 points under them."""
     from kata.verify import with_mistake
 
     kata = course.find("9.7")
@@ -227,7 +230,7 @@ def test_rows_add_up_where_rows_that_passed_and_rows_that_failed_round_apart(cou
     kata.exercise.write_text(with_mistake(kata.solution.read_text(encoding="utf-8"),
                                           mistake.read_text(encoding="utf-8"), mistake.name), encoding="utf-8")
     done = run_kata("check", "9.7", cwd=course_root)
-    assert done.returncode == 1 and "9.68 of 20 points" in done.stdout, done.stdout
+    assert done.returncode == 1 and "8 of 20 points" in done.stdout and "capped at 40%" in done.stdout, done.stdout
     assert_rows_add_up(done.stdout)
 
 

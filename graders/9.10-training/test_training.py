@@ -341,6 +341,7 @@ def key_steps(warmup: int) -> list[int]:
     return sorted({0, 1, 2, max(1, warmup // 2), warmup - 1, warmup, warmup + 1, 2 * warmup, 100_000})
 
 
+@pytest.mark.critical
 def test_noam_lr_values(student):
     """noam_lr: exact values at steps 0, 1, mid warm-up, the peak, 2x warm-up and 100k"""
     for d_model, warmup, factor in SCHEDULE_CASES:
@@ -684,6 +685,7 @@ LOSS_CASES = [  # (logits shape, smoothing, ignore_index)
 ]
 
 
+@pytest.mark.critical
 def test_loss_matches_cross_entropy(student, device, dtype):
     """Equal to F.cross_entropy(label_smoothing=e, ignore_index=pad) over shapes and smoothing values"""
     for shape, e, ignore_index in LOSS_CASES:
@@ -880,6 +882,7 @@ def call_train_step(student, model, batch, make, **kwargs) -> float:
     return float(loss)
 
 
+@pytest.mark.critical
 def test_train_step_loss(student, reference, device, dtype):
     """train_step returns the teacher-forced loss: decoder input tgt[:, :-1], labels tgt[:, 1:], masks"""
     before = tiny_model(reference, device=device, dtype=dtype)
@@ -1216,6 +1219,7 @@ def call_decode(student, twin, src, max_len, src_mask, context) -> torch.Tensor:
     return out
 
 
+@pytest.mark.critical
 def test_greedy_matches_reference(student, reference, device):
     """Greedy decoding gives the reference decoder's tokens (a fixed-seed model, a padded batch)"""
     model, twin, src, src_mask = decoding_model(reference, device)

@@ -163,6 +163,7 @@ def make_module(student, d, device="cpu", dtype=torch.float32, eps=None, gamma=N
     return module.to(device=device, dtype=dtype)
 
 
+@pytest.mark.critical
 def test_matches_torch_layer_norm(student, device, dtype):
     """layer_norm equals F.layer_norm for many shapes and eps"""
     for shape, eps, scale in CASES:
@@ -210,6 +211,7 @@ def test_default_eps(student, device, dtype):
                  context=context, mistakes={**defaults, **mistakes_for(x, gamma, beta, 1e-5)})
 
 
+@pytest.mark.critical
 def test_matches_nn_layer_norm(student, device, dtype):
     """LayerNorm equals nn.LayerNorm with its weights loaded"""
     for shape, eps, scale in (((2, 5, 16), 1e-5, 0.05), ((1, 1, 8), 1e-5, 1.0), ((3, 4, 6), 0.1, 0.3),

@@ -208,6 +208,7 @@ NO_MASK_CASES = [  # (lead dims, q_len, k_len, d_k, d_v)
 ]
 
 
+@pytest.mark.critical
 def test_matches_sdpa(student, device, dtype):
     """Equal to F.scaled_dot_product_attention without a mask (output and weights)"""
     for lead, q_len, k_len, d_k, d_v in NO_MASK_CASES:
@@ -229,6 +230,7 @@ def mask_cases(device):
     ]
 
 
+@pytest.mark.critical
 def test_masks_match_sdpa(student, device, dtype):
     """Equal to F.scaled_dot_product_attention with boolean masks (padding, causal, per query)"""
     for name, lead, q_len, k_len, d_k, d_v, mask in mask_cases(device):
@@ -453,6 +455,7 @@ def test_head_parameters(student):
         fail(f"AttentionHead(10, 6) should have 3 * (10 * 6 + 6) = {3 * 66} parameters, got {count}")
 
 
+@pytest.mark.critical
 def test_head_self_attention(student, device, dtype):
     """AttentionHead self-attention equals a head built by hand with the same weights"""
     head, state = make_head(student, device, dtype)
@@ -463,6 +466,7 @@ def test_head_self_attention(student, device, dtype):
     check_head(head, state, x, None, pad, f"x {describe(x)}, a padding mask (3, 1, 5)")
 
 
+@pytest.mark.critical
 def test_head_cross_attention(student, device, dtype):
     """AttentionHead cross-attention (context) equals a head built by hand"""
     head, state = make_head(student, device, dtype)

@@ -268,6 +268,7 @@ def test_indivisible_heads_raise(student):
 
 # ---- against nn.MultiheadAttention ----------------------------------------------------------------------
 
+@pytest.mark.critical
 def test_self_attention_matches_torch(student, device, dtype):
     """Self-attention equals nn.MultiheadAttention with the same weights"""
     cases = []
@@ -277,6 +278,7 @@ def test_self_attention_matches_torch(student, device, dtype):
     compare(student, device, dtype, cases, "self-attention")
 
 
+@pytest.mark.critical
 def test_cross_attention_matches_torch(student, device, dtype):
     """Cross-attention (q_len != k_len) equals nn.MultiheadAttention"""
     query = torch.randn(3, 4, D_MODEL, device=device, dtype=dtype)
@@ -288,6 +290,7 @@ def test_cross_attention_matches_torch(student, device, dtype):
     ], "cross-attention")
 
 
+@pytest.mark.critical
 def test_padding_mask_matches_torch(student, device, dtype):
     """A padding mask (batch, 1, 1, k_len) equals nn.MultiheadAttention with that mask"""
     x = torch.randn(3, 5, D_MODEL, device=device, dtype=dtype)
@@ -301,6 +304,7 @@ def test_padding_mask_matches_torch(student, device, dtype):
     ], "given the mask in its own convention, True = blocked")
 
 
+@pytest.mark.critical
 def test_causal_mask_matches_torch(student, device, dtype):
     """A causal mask (q_len, q_len), alone and with padding, equals nn.MultiheadAttention with that mask"""
     x = torch.randn(3, 5, D_MODEL, device=device, dtype=dtype)

@@ -143,6 +143,7 @@ def test_layers_and_d_ff(student):
         fail("every parameter of FeedForward must be trainable (requires_grad=True)")
 
 
+@pytest.mark.critical
 def test_matches_torch_layers(student, device, dtype):
     """Equal to Linear -> ReLU -> Linear (torch's layers, same weights) for many shapes"""
     for shape, d_ff in (((2, 5, 8), 32), ((1, 1, 8), 16), ((1, 7, 8), 32), ((4, 1, 8), 8), ((3, 8), 24),

@@ -481,6 +481,7 @@ def _check_block_against_torch(student, reference, device, dtype, norm_first):
 
 
 @pytest.mark.weight(2)
+@pytest.mark.critical
 def test_post_norm_block_matches_torch(student, reference, device, dtype):
     """Post-norm block equals nn.TransformerEncoderLayer with its weights loaded"""
     _check_block_against_torch(student, reference, device, dtype, norm_first=False)
@@ -493,6 +494,7 @@ def test_pre_norm_block_matches_torch(student, reference, device, dtype):
 
 
 @pytest.mark.weight(2)
+@pytest.mark.critical
 def test_encoder_matches_torch(student, reference, device, dtype):
     """The N-layer encoder equals nn.TransformerEncoder, final norm as the contract says"""
     for n_layers, norm_first, kind in ((3, False, "padding"), (2, True, "padding"), (1, True, None)):

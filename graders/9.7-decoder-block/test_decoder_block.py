@@ -366,8 +366,9 @@ def _fill(module, values: dict[str, float]) -> None:
 # The causal mask
 
 
+@pytest.mark.critical
 def test_causal_mask(student, device):
-    """causal_mask(size) is bool, True on and below the diagonal, on the device asked for"""
+    """causal_mask(size) is bool, True on and below the diagonal"""
     for size in (5, 8, 2, 1):
         mask = student.causal_mask(size, device=device)
         context = f"causal_mask({size}, device={device!r})"
@@ -383,12 +384,16 @@ def test_causal_mask(student, device):
         assert_close(mask, tril(size, device), name=context, what="the lower triangle, diagonal included",
                      context="rows are queries, columns keys, True = may attend",
                      mistakes=mask_mistakes(size, device) if size > 1 else None)
+
+
+def test_causal_mask_device(student):
+    """causal_mask(size, device) makes the mask on the device asked for, the CPU by default"""
     default = student.causal_mask(3)
     if not isinstance(default, torch.Tensor) or default.device.type != "cpu":
         fail(f"causal_mask(3) without a device should be on the CPU, got {describe(default)}")
     # The meta device (shapes without storage) exists on every machine: a CPU-only grader still sees whether
     # the mask is made where it is asked for. A meta tensor crosses as its shape and dtype: only where it is
-    # can be judged here (its values are judged on the real device, above).
+    # can be judged here (its values are judged on the real devices, by test_causal_mask).
     for device in (torch.device("meta"), "meta"):
         mask = student.causal_mask(3, device=device)
         if not isinstance(mask, torch.Tensor) or mask.device.type != "meta":
@@ -419,6 +424,7 @@ def _check_block_against_torch(student, reference, device, dtype, norm_first):
 
 
 @pytest.mark.weight(2)
+@pytest.mark.critical
 def test_post_norm_block_matches_torch(student, reference, device, dtype):
     """Post-norm block equals nn.TransformerDecoderLayer with its weights loaded"""
     _check_block_against_torch(student, reference, device, dtype, norm_first=False)
@@ -431,6 +437,7 @@ def test_pre_norm_block_matches_torch(student, reference, device, dtype):
 
 
 @pytest.mark.weight(2)
+@pytest.mark.critical
 def test_decoder_matches_torch(student, reference, device, dtype):
     """The N-layer decoder equals nn.TransformerDecoder, final norm as the contract says"""
     # (n_layers, norm_first, batch, tgt_len, src_len)

@@ -213,6 +213,7 @@ def formula_text(pos, dim, d_model) -> str:
     return f"{'sin' if dim % 2 == 0 else 'cos'}({pos} / 10000^({i2}/{d_model}))"
 
 
+@pytest.mark.critical
 def test_entries_follow_the_formula(student):
     """Entries equal the paper's formula at chosen positions and dimensions"""
     tables = {d: student_table(student, 101, d) for d in sorted({d for d, _, _ in ENTRIES})}
@@ -359,6 +360,7 @@ CASES = [  # (batch, seq, d_model, max_len)
 ]
 
 
+@pytest.mark.critical
 def test_forward_adds_positions(student, device, dtype):
     """PositionalEncoding returns x + pe[:seq] (eval mode)"""
     for batch, seq, d_model, max_len in CASES:
@@ -461,6 +463,7 @@ EMBEDDING_CASES = [  # (vocab_size, d_model, batch, seq)
 ]
 
 
+@pytest.mark.critical
 def test_embedding_scaled(student, device, dtype):
     """TokenEmbedding returns embedding(tokens) * sqrt(d_model)"""
     for vocab, d_model, batch, seq in EMBEDDING_CASES:

@@ -417,6 +417,7 @@ RTOL = {torch.float32: 1e-5}
 
 # ---- padding_mask and target_mask --------------------------------------------------------------------
 
+@pytest.mark.critical
 def test_padding_mask(student, device):
     """padding_mask is bool (batch, 1, 1, len), True at real tokens"""
     ids = torch.tensor([[5, 3, 8, 0, 0], [2, 0, 4, 4, 0], [7, 7, 7, 7, 7]], device=device)
@@ -436,6 +437,7 @@ def test_padding_mask(student, device):
                                                 PAD_HARD_CODED: (ids != 0)[:, None, None, :]})
 
 
+@pytest.mark.critical
 def test_target_mask(student, device):
     """target_mask is the causal mask AND the target's padding mask"""
     tgt = torch.tensor([[1, 4, 6, 0, 0], [1, 2, 3, 4, 5]], device=device)
@@ -480,6 +482,7 @@ FORWARD_CASES = [
 
 
 @pytest.mark.weight(3)
+@pytest.mark.critical
 def test_matches_torch(student, device, dtype):
     """Logits equal nn.TransformerEncoder/Decoder's with the same weights and padding masks"""
     for seed, case in enumerate(FORWARD_CASES):

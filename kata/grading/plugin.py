@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from kata import scoring
 from kata.course import Kata, load_course
 from kata.grading import protocol
 from kata.grading.failure import CheckFailed, ErrorPattern, Mistake
@@ -111,6 +112,8 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     global _state
     config.addinivalue_line("markers", "weight(n): this check counts n times in the kata's points")
+    config.addinivalue_line("markers", "critical: the check guards what the kata builds on ordinary inputs: when its "
+                                       "run on the CPU in float32 fails, the kata's score is capped (kata.scoring)")
     config.addinivalue_line("markers", "dtypes(cpu=..., cuda=...): dtypes to run per device")
     config.addinivalue_line("markers", "verdict_only: the check passes or fails and names no mistake (no diagnosis, "
                                        "no error pattern)")
@@ -177,6 +180,18 @@ def _dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def _run_of(item) -> tuple[str | None, str | None]:
+    """The device and dtype a check runs on, as its record names them (None: the check takes neither)."""
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec else {}
+    return (params.get("device", "cpu" if "dtype" in params else None),
+            _dtype_name(params["dtype"]) if "dtype" in params else None)
+
+
+def _critical(item) -> bool:
+    return item.get_closest_marker("critical") is not None and scoring.is_critical_run(*_run_of(item))
+
+
 def pytest_collection_modifyitems(session, config, items):
     if _state is None:
         return
@@ -206,7 +221,10 @@ def pytest_collection_modifyitems(session, config, items):
     status, record = _load_student()
     record["walls"] = _state.session.process.walls or {}
     weights = [float(m.args[0]) if (m := item.get_closest_marker("weight")) else 1.0 for item in items]
-    _state.writer.write("import", status=status, checks=len(items), weights=weights, diagnoses=known, **record)
+    # Which checks cap the score, planned with the weights before any student code runs (kata.scoring).
+    critical = [_check_id(item.nodeid) for item in items if _critical(item)]
+    _state.writer.write("import", status=status, checks=len(items), weights=weights, critical=critical,
+                        diagnoses=known, **record)
     if status != protocol.IMPORT_OK:
         config.hook.pytest_deselected(items=list(items))
         items[:] = []
@@ -366,8 +384,7 @@ def pytest_runtest_makereport(item, call):
         mistakes = ()
     if status not in (protocol.PASSED, protocol.SKIPPED):
         _state.failed = True
-    callspec = getattr(item, "callspec", None)
-    params = callspec.params if callspec else {}
+    device, dtype = _run_of(item)
     weight = item.get_closest_marker("weight")
     _state.writer.write(
         "check",
@@ -375,8 +392,8 @@ def pytest_runtest_makereport(item, call):
         title=_title(item),
         status=status,
         message=message,
-        device=params.get("device", "cpu" if "dtype" in params else None),
-        dtype=_dtype_name(params["dtype"]) if "dtype" in params else None,
+        device=device,
+        dtype=dtype,
         weight=float(weight.args[0]) if weight else 1.0,
         structural=item.get_closest_marker("structural") is not None,
         diagnoses=[{"id": m.id, "explanation": m.explanation} for m in mistakes],

@@ -7,7 +7,8 @@ descriptor of the results), so no line needs a signature. Events, in order:
 - `session`: the judge started: kata id, python, torch, cuda availability, devices graded, seed,
              torch's thread count, the memory limit;
 - `import`:  the student's module was run (`status` "ok") or not (a kata-level outcome), how many checks
-             will run and their weights, and the walls of the student's process;
+             will run, their weights and the ids of the critical ones (`kata.scoring`), and the walls of
+             the student's process;
 - `begin`:   a check started: its id and title (so a crash can name the check it happened in, and
              `kata check` can show it live);
 - `check`:   a check finished: id, title, status, message, device, dtype, weight, diagnoses, frames,

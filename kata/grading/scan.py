@@ -9,7 +9,9 @@ method calls on tensors for forbidden `torch.Tensor.<name>` (`x.softmax(...)`); 
 for the same function, private or C-level (`torch._C._VariableFunctions.softmax`, `torch._VF.softmax`,
 `torch.ops.aten._softmax.default`, `torch.special.softmax`: any name under `torch.` whose last parts
 normalise to a forbidden function's, with `normalise`, as the run-time guard does); and string constants
-naming one, also when glued from pieces (`getattr(torch, "soft" + "max")`, `f"_{'softmax'}"`).
+naming one, also when glued from pieces (`getattr(torch, "soft" + "max")`, `f"_{'softmax'}"`), except
+where a string goes nowhere a lookup could take it: an argument of `print` or an assert's message
+(`print("softmax", x.shape)` is a label).
 """
 
 from __future__ import annotations
@@ -72,6 +74,18 @@ def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
     return None
 
 
+def _labels(tree: ast.AST) -> set[int]:
+    """The ids of the string expressions that end in `print(...)` or an assert's message: printed, never looked up
+    (print returns None, the message goes only into the AssertionError), with every piece they are glued from."""
+    roots = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            roots += node.args + [keyword.value for keyword in node.keywords]
+        elif isinstance(node, ast.Assert) and node.msg is not None:
+            roots.append(node.msg)
+    return {id(inner) for root in roots if _text(root) is not None for inner in ast.walk(root)}
+
+
 def scan(source: str, forbidden: tuple[str, ...] | list[str]) -> list[Violation]:
     """Every use of a forbidden built-in in `source` (which must parse), in line order."""
     if not forbidden:
@@ -98,6 +112,7 @@ def scan(source: str, forbidden: tuple[str, ...] | list[str]) -> list[Violation]
                 return found
         return None
     found: dict[tuple[int, str], Violation] = {}
+    labels = _labels(tree)
 
     def flag(name: str, node: ast.AST) -> None:
         line = getattr(node, "lineno", 0)
@@ -139,7 +154,7 @@ def scan(source: str, forbidden: tuple[str, ...] | list[str]) -> list[Violation]
                 flag(alias_of(full), node)
         elif isinstance(node, (ast.Constant, ast.BinOp, ast.JoinedStr)):
             text = _text(node)
-            if text is None:
+            if text is None or id(node) in labels:
                 continue
             if text in leaf_names:
                 flag(leaf_names[text], node)

@@ -29,6 +29,7 @@ from pathlib import Path
 import nbformat
 from nbformat.notebooknode import NotebookNode
 
+from kata import scoring
 from kata.course import Course, Kata
 from kata.nbgrader.runtime import GIVEN_MARK, GRADE_IMPORT, SANITY_MARK, SETUP_MARK, YOURS_MARK
 from kata.stubs import strip_markers
@@ -274,7 +275,9 @@ def intro_markdown(kata: Kata, given: list[Kata], *, nbgrader: bool) -> str:
             "(`%...`, `!...`) in them are ignored by the grader.",
             f"- Grading runs the kata's hidden checks on that file in a separate process, limited to "
             f"{kata.time_budget_s:g} s. The kata's {kata.points:g} points are shared by the checks: each "
-            "check you pass earns its share. Do not rename this notebook.",
+            "check you pass earns its share, but a failed critical check (what the kata builds is wrong on "
+            f"ordinary inputs) caps the kata at {scoring.CRITICAL_CAP:.0%} of its points. Do not rename this "
+            "notebook.",
         ]
     else:
         lines += [

@@ -22,6 +22,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from kata import scoring
+
 # The first line of each kind of cell the notebook builder writes (`kata.nbgrader.notebook`).
 SETUP_MARK = "# Setup (read-only)"
 GIVEN_MARK = "# Given (read-only)"
@@ -167,6 +169,9 @@ def report(result, kata, code: StudentCode, student_path: Path, points: float, s
                 lines.append(f"      at {code.where(frame.line)}: {frame.code}")
         if check.output.strip():
             lines.append("      your code printed: " + _clip(own(check.output)))
+    if result.capped_off > 0:
+        raw = points * sum(c.weight for c in result.checks if c.passed) / total
+        lines.append(f"  ! {scoring.cap_note(result.critical_titles())}  (−{raw - score:.3g})")
     if result.checks and result.cuda_available is False:
         lines.append("CUDA not verified: no GPU where this notebook was graded.")
     return "\n".join(lines)
@@ -180,12 +185,10 @@ def _clip(text: str) -> str:
 
 def score_of(result, points: float) -> float:
     """The points nbgrader records: `points` times the passed checks' weight over the total weight of the
-    checks that were to run, so each check is worth points * weight / total weight, as in `kata.runner`.
-    Computed as one product and one quotient (not a sum of shares), so passing every check gives exactly
-    `points`."""
-    total = result.total_weight
+    checks that were to run, capped when a critical check did not pass: `kata.scoring.earned`, the rule
+    `kata.runner` applies."""
     passed = sum(c.weight for c in result.checks if c.passed)
-    return float(min(max(points * passed / total, 0.0), points)) if total else 0.0
+    return float(scoring.earned(points, passed, result.total_weight, bool(result.critical_failed)))
 
 
 def grade(kata_id: str, graders: dict[str, str], *, points: float, imports: list[str] | tuple[str, ...] = (),

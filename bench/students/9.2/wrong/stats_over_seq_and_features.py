@@ -1,0 +1,23 @@
+"""Takes the mean and variance over the last two dimensions (sequence and features) instead of the last one."""
+
+import torch
+from torch import nn
+
+
+def layer_norm(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    # normalise over the whole "layer" of each example
+    dims = (-2, -1) if x.dim() > 1 else (-1,)
+    mean = x.mean(dim=dims, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=dims, keepdim=True)
+    return gamma * (x - mean) / torch.sqrt(var + eps) + beta
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.gamma = nn.Parameter(torch.ones(d_model))
+        self.beta = nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return layer_norm(x, self.gamma, self.beta, self.eps)

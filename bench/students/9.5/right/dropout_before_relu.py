@@ -1,0 +1,15 @@
+"""Applies dropout before the ReLU (equal to after it: dropout scales by a positive factor or zeroes)."""
+
+import torch
+from torch import nn
+
+
+class FeedForward(nn.Module):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0):
+        super().__init__()
+        self.linear_1 = nn.Linear(d_model, d_ff)
+        self.linear_2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear_2(torch.relu(self.dropout(self.linear_1(x))))

@@ -1,0 +1,41 @@
+"""Adds the encoding to x in place (x += pe), which changes the caller's tensor."""
+
+import math
+
+import torch
+from torch import nn
+
+
+def sinusoidal_positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    if d_model % 2 != 0:
+        raise ValueError("d_model must be even")
+    pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(pos * div_term)
+    pe[:, 1::2] = torch.cos(pos * div_term)
+    return pe
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        seq_len = x.size(1)
+        if seq_len > self.pe.size(0):
+            raise ValueError("sequence too long")
+        x += self.pe[:seq_len]
+        return self.dropout(x)
+
+
+class TokenEmbedding(nn.Module):
+    def __init__(self, vocab_size: int, d_model: int):
+        super().__init__()
+        self.d_model = d_model
+        self.embedding = nn.Embedding(vocab_size, d_model)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.embedding(tokens) * math.sqrt(self.d_model)
