@@ -182,8 +182,13 @@ def _judge_mistake(result: KataResult, name: str, expected: str, also: set[str])
     found = _diagnoses(result)
     named = result.outcome != PASSED and (expected == result.outcome or expected in found)
     false = [d for d in found if d != expected and d not in also]
-    ok = named and not false
-    if not named:
+    # A planted mistake is the whole solution plus the mistake: no stub's raise is left in it, so a check that says
+    # "not implemented yet" took an error of its code (torch's own NotImplementedError) for the stub.
+    stub_claimed = [c.title for c in result.checks if c.status == NOT_IMPLEMENTED and expected != NOT_IMPLEMENTED]
+    ok = named and not false and not stub_claimed
+    if stub_claimed:
+        detail = f"reported as not implemented yet, though no stub is left: {'; '.join(stub_claimed[:3])}"
+    elif not named:
         detail = (f"expected {expected!r}; outcome {result.outcome}, diagnoses {found or 'none'}"
                   + (f": {result.message}" if result.outcome != PASSED else ""))
     else:

@@ -108,6 +108,22 @@ def test_stub_is_not_implemented(course):
     assert all(c.frames and c.frames[-1].code == "raise NotImplementedError()" for c in result.checks)
 
 
+def test_torchs_not_implemented_error_is_an_error_not_the_stub(course, softmax_file):
+    """Only a `raise NotImplementedError` of the student's file is "not implemented yet": one torch raises (`&` of a
+    float tensor) is an error of the student's code, at the line that called torch; at import too."""
+    path = softmax_file("import torch\n\ndef softmax(x, dim=-1):\n    return x.float() & (x > 0)\n")
+    result = grade(course, path)
+    assert result.outcome == runner.FAILED and protocol.NOT_IMPLEMENTED not in {c.status for c in result.checks}
+    errors = [c for c in result.checks if c.status == protocol.ERROR]
+    assert errors and all(c.message.startswith("NotImplementedError") and "not implemented for 'Float'" in c.message
+                          and c.frames[-1].line == 4 for c in errors)
+    at_import = grade(course, softmax_file("import torch\n\ntorch.ones(2) & torch.ones(2)\n"))
+    assert at_import.outcome == runner.EXCEPTION and "not implemented for 'Float'" in at_import.message
+    own = grade(course, softmax_file("def softmax(x, dim=-1):\n    raise NotImplementedError(\n        'later')\n"))
+    assert own.outcome == runner.NOT_IMPLEMENTED
+
+
+
 def test_syntax_error_names_file_line_and_code(course, softmax_file):
     path = softmax_file("import torch\n\ndef softmax(x, dim=-1)\n    return x\n")
     result = grade(course, path)

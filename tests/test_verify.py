@@ -18,6 +18,7 @@ from rich.console import Console
 
 from kata import render, verify
 from kata.course import load_course
+from kata.runner import Check, KataResult
 from kata.verify import KataReport, Run, queue_order
 from tests.conftest import REPO
 
@@ -210,3 +211,16 @@ def test_only_mistakes_that_expect_a_diagnosis_settle_early(course_root, tmp_pat
     assert not settles["mistake_loops.py"] and not settles["mistake_softmax_by_another_name.py"]
     assert settles["mistake_no_max_subtraction.py"] and settles["mistake_sum_along_another_dim.py"]
     assert not any(settle for name, settle in settles.items() if not name.startswith("mistake_"))
+
+
+def test_a_planted_mistake_reported_not_implemented_is_unsound():
+    """A planted mistake has no stub left: a check of it that says "not implemented yet" (torch's own
+    NotImplementedError taken for the stub's) is a false claim, even when the mistake is named elsewhere."""
+    named = {"id": "mask-not-bool", "explanation": ""}
+    checks = [Check("a", "a mask check", "failed", diagnoses=[named]), Check("b", "another", "not-implemented")]
+    run = verify._judge_mistake(KataResult("9.9", "f.py", "failed", checks=checks), "float_mask.py", "mask-not-bool",
+                                set())
+    assert run.named and not run.ok and "not implemented yet" in run.detail and "another" in run.detail
+    checks[1] = Check("b", "another", "error", diagnoses=[named])
+    assert verify._judge_mistake(KataResult("9.9", "f.py", "failed", checks=checks), "float_mask.py",
+                                 "mask-not-bool", set()).ok

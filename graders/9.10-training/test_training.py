@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import functools
 import itertools
 import math
@@ -58,6 +59,14 @@ MIN_NOT_MAX = Mistake(
     "schedule-max-not-min",
     "the two branches are combined with max: the rate is the MIN of step^-0.5 and step * warmup_steps^-1.5 "
     "(the linear ramp is the smaller one during warm-up, the decay after it)")
+SCHEDULE_FACTOR = Mistake(
+    "schedule-factor",
+    "the factor is not applied as the formula has it: lrate = factor * d_model^-0.5 * min(...), a plain multiplier "
+    "of the whole rate, and make_scheduler passes its factor on to noam_lr")
+PRECEDENCE = Mistake(
+    "schedule-precedence",
+    "the formula is grouped otherwise than it means, by the parentheses or by Python's precedence (** binds tighter "
+    "than * and /): factor * d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)")
 STEP_ZERO = Mistake(
     "step-zero",
     "step 0 breaks the formula (0^-0.5 divides by zero): LambdaLR asks for step 0 when it is built, so count "
@@ -86,6 +95,11 @@ PAD_IN_MEAN = Mistake(
     "pad-in-mean",
     "padding is counted: the mean must be over the targets that are not ignore_index (sum of their losses "
     "divided by their number), with the ignored positions contributing nothing")
+MEAN_PER_SEQUENCE = Mistake(
+    "mean-per-sequence",
+    "the loss is averaged over each sequence's real tokens, then over the sequences: a token of a short sequence then "
+    "weighs more than one of a long sequence. The contract is one mean over every real token of the batch: the sum "
+    "of their losses divided by their number")
 NO_LOG_SOFTMAX = Mistake(
     "no-log-softmax",
     "log-softmax is missing: the logits are unnormalised scores, the loss needs log p = log_softmax(logits) "
@@ -135,6 +149,23 @@ CLIPPING = Mistake(
     "grad-clipping",
     "with max_grad_norm, clip the total norm of all the gradients together, after backward() and before "
     "optimizer.step(): torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)")
+# Localisation: said only when no classic mistake above matched, from what the step did (its model calls, recorded
+# by a hook, and the losses it returned) against what the contract's step does on the same batches.
+FAULT_IN_MODEL_CALL = Mistake(
+    "fault-in-model-call",
+    "train_step calls the model otherwise than the step's contract: model(src, tgt_in, padding_mask(src, pad_id), "
+    "padding_mask(tgt_in, pad_id) & causal_mask(tgt_in.size(1))) with tgt_in = tgt[:, :-1] (masks bool, True = may "
+    "attend)")
+FAULT_IN_LOSS_CALL = Mistake(
+    "fault-in-loss-call",
+    "the model is called as it should be, yet the loss train_step returns is not label_smoothing_loss(logits, "
+    "tgt[:, 1:], smoothing, ignore_index=pad_id) of the model's logits: look at the loss call (its arguments, by "
+    "name) and at what you return (loss.item())")
+FAULT_IN_UPDATE = Mistake(
+    "fault-in-update",
+    "the model is called as it should be and the loss you return is right, yet the parameters after the steps "
+    "differ: look at the rest of the step: optimizer.zero_grad() before the backward of that loss, the clipping "
+    "(only with max_grad_norm), optimizer.step(), then scheduler.step()")
 GREEDY_EOS = Mistake(
     "greedy-eos",
     "a sequence that produced eos is finished: its later positions must be eos_id, and decoding stops as soon "
@@ -154,6 +185,11 @@ GREEDY_BATCH = Mistake(
     "greedy-batch",
     "each sequence of the batch must be decoded on its own: the argmax over the vocabulary (dim=-1) of each row, "
     "each row's own src_mask, and a finished flag per sequence")
+GREEDY_MODE = Mistake(
+    "greedy-changes-mode",
+    "greedy_decode must leave the model's train/eval mode as it found it: the caller chooses the mode (model.eval() "
+    "before decoding). If you switch it inside, put it back before returning: was_training = model.training, "
+    "model.eval(), ..., model.train(was_training)")
 GREEDY_SRC_MASK = Mistake(
     "greedy-ignores-src-mask",
     "src_mask must be passed on to model.encode and model.decode: the source padding must stay hidden")
@@ -173,9 +209,16 @@ def relatively_close(actual, candidate, rtol: float = 1e-9) -> bool:
     return bool(((a - c).abs() <= rtol * c.abs() + 1e-300).logical_or(same_inf).all())
 
 
+def reproduces(actual, output) -> bool:
+    """Whether a mistake's model gives `actual` (relatively_close): its output, or one of its outputs when it gives
+    a list of them (the forms the mistake can take)."""
+    return any(relatively_close(actual, one) for one in (output if isinstance(output, list) else [output]))
+
+
 def assert_close_relative(actual, expected, *, mistakes: dict, **kwargs) -> None:
     """assert_close, but a mistake is named only when it reproduces the output to 1e-9 RELATIVE: the learning
-    rates compared here are ~1e-4 to 1e-7, below the absolute tolerance that assert_close's diagnosis allows."""
+    rates compared here are ~1e-4 to 1e-7, below the absolute tolerance that assert_close's diagnosis allows. A
+    mistake's model may give a list of outputs (`reproduces`)."""
     try:
         assert_close(actual, expected, **kwargs)
     except CheckFailed as exc:
@@ -185,7 +228,7 @@ def assert_close_relative(actual, expected, *, mistakes: dict, **kwargs) -> None
                 value = candidate() if callable(candidate) else candidate
             except Exception:  # a mistake's model that does not apply here
                 continue
-            if relatively_close(actual, value):
+            if reproduces(actual, value):
                 found.append(mistake)
         raise CheckFailed(str(exc), tuple(found)) from None
 
@@ -219,12 +262,51 @@ def schedule_mistakes(steps: list[int], d_model: int, warmup: int, factor: float
         MIN_NOT_MAX: lambda: values(lambda s: noam(s, d_model, warmup, factor, combine=max)),
         STEP_ZERO: lambda: values(lambda s: math.inf if s == 0 else noam(s, d_model, warmup, factor)),
     }
+    if factor != 1:
+        found[Mistake(SCHEDULE_FACTOR.id, SCHEDULE_FACTOR.explanation + " (yours leaves factor out)")] = (
+            lambda: values(lambda s: noam(s, d_model, warmup, 1.0)))
+        found[Mistake(SCHEDULE_FACTOR.id, SCHEDULE_FACTOR.explanation + " (yours raises it to the power with d_model, "
+                      "(factor * d_model) ** -0.5)")] = (
+            lambda: values(lambda s: noam(s, factor * d_model, warmup, 1.0)))
+    found.update(precedence_slips(values, d_model, warmup, factor))
     for power in (-0.5, -1.0, -2.0, 1.5, -1.0 / 1.5):
         found[Mistake(WARMUP_EXPONENT.id, WARMUP_EXPONENT.explanation + f" (yours uses warmup_steps^{power:g})")] = (
             lambda power=power: values(lambda s: noam(s, d_model, warmup, factor, warmup_power=power)))
     for power, what in ((0.0, "no d_model factor"), (0.5, "d_model^0.5"), (-1.0, "d_model^-1")):
         found[Mistake(D_MODEL_FACTOR.id, D_MODEL_FACTOR.explanation + f" (yours has {what})")] = (
             lambda power=power: values(lambda s: noam(s, d_model, warmup, factor, d_power=power)))
+    return found
+
+
+def precedence_slips(values, d_model: int, warmup: int, factor: float) -> dict:
+    """The schedule grouped otherwise than the formula: (step * warmup_steps) ** -1.5, min( closed early, and the
+    powers written ** -1/2 (d_model, step) or ** -3/2 (warmup_steps), read (x ** -1) / 2 and (x ** -3) / 2, in any
+    of the three places."""
+    def power(x: float, exponent: float, slipped: bool) -> float:
+        return x ** (2 * exponent) / 2 if slipped else x ** exponent  # -1/2: (x ** -1) / 2; -3/2: (x ** -3) / 2
+
+    def variant(detail: str) -> Mistake:
+        return Mistake(PRECEDENCE.id, f"{PRECEDENCE.explanation} (yours {detail})")
+
+    found = {
+        variant("computes (step * warmup_steps) ** -1.5"):
+            lambda: values(lambda s: factor * d_model ** -0.5 * min(max(s, 1) ** -0.5, (max(s, 1) * warmup) ** -1.5)),
+        variant("closes min( early: min(step ** -0.5, step) * warmup_steps ** -1.5"):
+            lambda: values(lambda s: factor * d_model ** -0.5 * min(max(s, 1) ** -0.5, max(s, 1)) * warmup ** -1.5),
+    }
+
+    def slipped(slips: tuple[bool, bool, bool]):
+        def rate(s):
+            s = max(s, 1)
+            return factor * power(d_model, -0.5, slips[0]) * min(power(s, -0.5, slips[1]),
+                                                                s * power(warmup, -1.5, slips[2]))
+        return values(rate)
+
+    # One diagnosis for the seven ways of slipping in one to three places: at the steps checked some give the same
+    # rates (the branch min() does not pick), so which places slipped cannot always be told.
+    found[variant("writes a power as ** -1/2 or ** -3/2, which Python reads as (x ** -1) / 2 and (x ** -3) / 2: "
+                  "write ** -0.5 and ** -1.5, or ** (-1 / 2)")] = (
+        lambda: [slipped(slips) for slips in itertools.product((False, True), repeat=3) if any(slips)])
     return found
 
 
@@ -287,7 +369,7 @@ def test_noam_lr_shape(student, d_model, warmup, factor, data):
     def diagnosed() -> tuple[Mistake, ...]:
         """The classic mistakes whose schedule is this one."""
         return tuple(m for m, c in schedule_mistakes(steps, d_model, warmup, factor).items()
-                     if relatively_close(trace, c()))
+                     if reproduces(trace, c()))
 
     peak = factor * (d_model * warmup) ** -0.5
     if not math.isclose(at[warmup], peak, rel_tol=1e-9):
@@ -386,10 +468,10 @@ def in_student_process(model: torch.nn.Module):
 
 
 @contextlib.contextmanager
-def hooked(module, kind: str, hook):
+def hooked(module, kind: str, hook, **options):
     """`hook` (lent to the student's process) registered on `module` of a twin as a forward (kind "forward") or
     forward pre-hook ("forward_pre") inside the block only: the twin serves the later checks."""
-    handle = getattr(module, f"register_{kind}_hook")(hook)
+    handle = getattr(module, f"register_{kind}_hook")(hook, **options)
     try:
         yield
     finally:
@@ -532,6 +614,8 @@ def model_loss(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_inde
         return per_token.mean()
     if reduce == "divide-by-all":
         return torch.where(keep, per_token, 0).sum() / keep.numel()
+    if reduce == "per-sequence":  # each sequence's mean over its real tokens, then the mean of those
+        return (torch.where(keep, per_token, 0).sum(-1) / keep.sum(-1)).mean()
     return torch.where(keep, per_token, 0).sum()
 
 
@@ -568,6 +652,8 @@ def loss_mistakes(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_i
                       "included)")] = variant(reduce="divide-by-all")
         found[Mistake(PAD_IN_MEAN.id, PAD_IN_MEAN.explanation + " (yours averages over every position: the "
                       "padding's losses are in it)")] = variant(reduce="all-tokens")
+        if target.dim() > 1:
+            found[MEAN_PER_SEQUENCE] = variant(reduce="per-sequence")
     return found
 
 
@@ -697,6 +783,7 @@ def test_loss_gradients(student, dtype):
         assert_close(mine.grad, theirs.grad, name="gradient of the logits", what="F.cross_entropy's gradient",
                      context=f"logits {describe(logits)}, smoothing={e}, ignore_index=0",
                      mistakes={WRONG_CLASSES: grad_of(spread="K-1"), PAD_IN_MEAN: grad_of(reduce="divide-by-all"),
+                               MEAN_PER_SEQUENCE: grad_of(reduce="per-sequence"),
                                Mistake(WRONG_CLASSES.id, WRONG_CLASSES.explanation + " (yours spreads e over K - 2 "
                                        "classes, leaving out the true class and the padding class)"):
                                    grad_of(spread="K-2"),
@@ -731,14 +818,16 @@ def simulated_loss(reference, loss_fn, model, src, tgt, *, shift="ok", causal=Tr
 
 
 def simulated_training(reference, loss_fn, model, batches, make, *, zero="before", scheduler="after", clip=None,
-                       clip_how="norm", **loss_kwargs) -> torch.Tensor:
+                       clip_how="norm", losses: list | None = None, **loss_kwargs) -> torch.Tensor:
     """Train a copy of `model` (here) on `batches` the way a (possibly mistaken) train_step would; its flat
-    parameters."""
+    parameters (and each step's loss appended to `losses`, if given)."""
     model = copy.deepcopy(model)
     optimizer, sched = make(model)
     for src, tgt in batches:
         model.train()
         loss = simulated_loss(reference, loss_fn, model, src, tgt, **loss_kwargs)
+        if losses is not None:
+            losses.append(float(loss))
         if zero == "before":
             optimizer.zero_grad()
         loss.backward()
@@ -799,9 +888,11 @@ def test_train_step_loss(student, reference, device, dtype):
     before = tiny_model(reference, device=device, dtype=dtype)
     model = in_student_process(before)
     src, tgt = (t.to(device) for t in small_batch())
-    seen = []
-    with hooked(model.tgt_embed, "forward_pre", lambda module, args: seen.append(args[0].detach().clone())):
+    seen, trace = [], StepTrace()
+    with hooked(model.tgt_embed, "forward_pre", lambda module, args: seen.append(args[0].detach().clone())), \
+            recording(model, trace):
         loss = call_train_step(student, model, (src, tgt), sgd_with(lambda step: 0.01), smoothing=0.1)
+    trace.losses.append(loss)
     context = (f"src {describe(src)}, tgt {describe(tgt)} (bos, symbols, eos, padding), pad_id={PAD}, smoothing=0.1; "
                "the reference step calls your label_smoothing_loss")
     if not seen:
@@ -830,18 +921,98 @@ def test_train_step_loss(student, reference, device, dtype):
                                Mistake(LOSS_ARGUMENTS.id, LOSS_ARGUMENTS.explanation + " (the padding is not "
                                        "ignored)"): variant(ignore=False),
                                Mistake(LOSS_ARGUMENTS.id, LOSS_ARGUMENTS.explanation + " (the smoothing is not "
-                                       "passed on)"): variant(smoothing=0.0)})
+                                       "passed on)"): variant(smoothing=0.0)},
+                     localise=localise_step(trace, [(src, tgt)], [float(want)], update=False))
 
 
-def train_with_student(student, model, batches, make, **kwargs):
+def train_with_student(student, model, batches, make, trace: StepTrace | None = None, **kwargs):
     """Run the student's train_step on `batches` (`model` is in the student's process) with one optimiser and
-    scheduler from `make`."""
+    scheduler from `make`; what the steps did goes into `trace`, if given."""
     optimizer, scheduler = make(model)
-    for batch in batches:
-        loss = student.train_step(model, batch, optimizer, scheduler, PAD, 0.1, **kwargs)
-        if isinstance(loss, torch.Tensor):
-            fail(f"train_step returned a tensor {describe(loss)}: return the loss as a Python float (loss.item())")
+    with recording(model, trace):
+        for batch in batches:
+            loss = student.train_step(model, batch, optimizer, scheduler, PAD, 0.1, **kwargs)
+            if isinstance(loss, torch.Tensor):
+                fail(f"train_step returned a tensor {describe(loss)}: return the loss as a Python float (loss.item())")
+            if trace is not None:
+                trace.losses.append(loss)
     return optimizer, scheduler
+
+
+@dataclasses.dataclass
+class StepTrace:
+    """What the student's train_step did on a check's batches: each call of the model (its arguments, by value)
+    and each loss it returned."""
+
+    calls: list = dataclasses.field(default_factory=list)
+    losses: list = dataclasses.field(default_factory=list)
+
+
+@contextlib.contextmanager
+def recording(model, trace: StepTrace | None):
+    """The model's calls go into `trace` inside the block (a forward pre-hook of the grader's, lent)."""
+    if trace is None:
+        yield
+        return
+    with hooked(model, "forward_pre", lambda module, args, kwargs: trace.calls.append((args, kwargs)),
+                with_kwargs=True):
+        yield
+
+
+def _full_mask(mask, shape):
+    """A mask as the bool tensor of `shape` it stands for (None: nothing hidden); None when it is not one (a float
+    mask, a shape that does not broadcast): then it differs from any."""
+    if mask is None:
+        return torch.ones(shape, dtype=torch.bool)
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        return None
+    try:
+        return mask.cpu().expand(shape)
+    except RuntimeError:
+        return None
+
+
+def miscalled(trace: StepTrace, batches) -> str | None:
+    """The first argument of the model's calls that differs from the contract's, said in words ("" when the trace
+    cannot say: not one call per step); None when every call matches."""
+    if len(trace.calls) != len(batches):
+        return ""
+    names = ("src", "tgt", "src_mask", "tgt_mask")
+    for step, ((args, kwargs), (src, tgt)) in enumerate(zip(trace.calls, batches, strict=True), start=1):
+        given = dict(zip(names, args, strict=False)) | kwargs
+        tgt_in = tgt[:, :-1]
+        scores = (src.size(0), 1, tgt_in.size(1), tgt_in.size(1))
+        wanted = {"src": src, "tgt": tgt_in, "src_mask": padding_mask_of(src), "tgt_mask": padding_mask_of(tgt_in)
+                  & torch.ones(scores[-2:], dtype=torch.bool).tril()}
+        for name in names:
+            actual, want = given.get(name), wanted[name]
+            if name.endswith("mask"):
+                shape = (*scores[:3], src.size(1) if name == "src_mask" else scores[3])
+                actual, want = _full_mask(actual, shape), want.expand(shape)
+            if not (isinstance(actual, torch.Tensor) and actual.shape == want.shape
+                    and torch.equal(actual.cpu(), want.cpu())):
+                return f"at step {step}, its {name} argument differs"
+    return None
+
+
+def padding_mask_of(tokens: torch.Tensor) -> torch.Tensor:
+    return (tokens != PAD)[:, None, None, :]
+
+
+def localise_step(trace: StepTrace, batches, reference_losses: list[float], *, update: bool):
+    """The part of the student's train_step at fault, when no classic mistake matched (for assert_close): the model
+    call, else the loss it returns (the first step's: it depends on nothing the updates changed), else, for a check
+    of the parameters, the update."""
+    def find() -> tuple[Mistake, ...]:
+        where = miscalled(trace, batches)
+        if where:
+            return (Mistake(FAULT_IN_MODEL_CALL.id, f"{FAULT_IN_MODEL_CALL.explanation} ({where})"),)
+        if where is None and trace.losses and reference_losses:
+            if not math.isclose(float(trace.losses[0]), reference_losses[0], rel_tol=1e-5, abs_tol=1e-6):
+                return (FAULT_IN_LOSS_CALL,)
+            return (FAULT_IN_UPDATE,) if update else ()
+        return ()
+    return find
 
 
 def step_mistakes(reference, loss_fn, start, batches, make, **config) -> dict:
@@ -877,12 +1048,14 @@ def test_train_step_updates(student, reference):
     model = in_student_process(start)
     batches = [small_batch() for _ in range(3)]
     make = sgd_with(lambda step: 0.05)  # a constant rate: how the scheduler is stepped does not matter here
-    train_with_student(student, model, batches, make)
+    trace, losses = StepTrace(), []
+    train_with_student(student, model, batches, make, trace)
     loss_fn = student.label_smoothing_loss
-    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make),
+    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make, losses=losses),
                  name="the model after 3 train_step calls", what="the reference's",
                  context="a small Transformer trained by SGD (lr 0.05) on 3 batches",
-                 mistakes=step_mistakes(reference, loss_fn, start, batches, make))
+                 mistakes=step_mistakes(reference, loss_fn, start, batches, make),
+                 localise=localise_step(trace, batches, losses, update=True))
 
 
 def test_train_step_scheduler(student, reference):
@@ -891,7 +1064,8 @@ def test_train_step_scheduler(student, reference):
     model = in_student_process(start)
     batches = [small_batch() for _ in range(3)]
     make = sgd_with(lambda step: 0.02 * (step + 1))  # step k's update uses lr 0.02 * k
-    _, scheduler = train_with_student(student, model, batches, make)
+    trace, losses = StepTrace(), []
+    _, scheduler = train_with_student(student, model, batches, make, trace)
     stepped = scheduler.last_epoch
     if stepped != 3:
         how = "never" if stepped == 0 else f"{stepped} times"
@@ -899,11 +1073,12 @@ def test_train_step_scheduler(student, reference):
              "optimiser step", SCHEDULER_STEPS)
 
     loss_fn = student.label_smoothing_loss
-    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make),
+    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make, losses=losses),
                  name="the model after 3 train_step calls",
                  what="the reference's (scheduler.step() after optimizer.step())",
                  context="SGD whose lr grows every scheduler step (0.02, 0.04, 0.06)",
-                 mistakes=step_mistakes(reference, loss_fn, start, batches, make))
+                 mistakes=step_mistakes(reference, loss_fn, start, batches, make),
+                 localise=localise_step(trace, batches, losses, update=True))
 
 
 def test_train_step_clips_gradients(student, reference):
@@ -912,14 +1087,16 @@ def test_train_step_clips_gradients(student, reference):
     model = in_student_process(start)
     batches = [small_batch() for _ in range(2)]
     make = sgd_with(lambda step: 1.0)
-    train_with_student(student, model, batches, make, max_grad_norm=0.05)
+    trace, losses = StepTrace(), []
+    train_with_student(student, model, batches, make, trace, max_grad_norm=0.05)
 
     loss_fn = student.label_smoothing_loss
-    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make, clip=0.05),
+    assert_close(flat(model), simulated_training(reference, loss_fn, start, batches, make, clip=0.05, losses=losses),
                  name="the model after 2 train_step calls",
                  what="the reference's (clip_grad_norm_(model.parameters(), 0.05))",
                  context="SGD with lr 1.0 and max_grad_norm=0.05 (the gradients' norm is larger)",
-                 mistakes=step_mistakes(reference, loss_fn, start, batches, make, clip=0.05))
+                 mistakes=step_mistakes(reference, loss_fn, start, batches, make, clip=0.05),
+                 localise=localise_step(trace, batches, losses, update=True))
 
 
 def test_train_mode(student, reference):
@@ -1145,6 +1322,23 @@ def test_greedy_no_graph(student, reference):
     if not generated:
         fail("greedy_decode never called model.generator: the next token's logits are "
              "model.generator(model.decode(...)[:, -1])")
+
+
+def test_greedy_keeps_mode(student, reference):
+    """greedy_decode leaves the model's train/eval mode as it found it (a model in train mode stays in train mode)"""
+    _, twin, src, src_mask = decoding_model(reference)  # dropout 0: the mode changes no output
+    modules = list(twin.modules())  # handles, one round trip
+    for training in (True, False):
+        twin.train(training)
+        given = "train" if training else "eval"
+        call_decode(student, twin, src, 3, src_mask, f"a model in {given} mode")
+        # Every module's flag, read by one call there (model.training alone misses a sub-module switched apart).
+        changed = [m for m in there().map(there().getattr, modules, ["training"] * len(modules)) if m != training]
+        if changed:
+            left = "eval" if training else "train"
+            fail(f"greedy_decode was given a model in {given} mode and left {len(changed)} of its {len(modules)} "
+                 f"modules in {left} mode: it must leave the mode as it found it",
+                 Mistake(GREEDY_MODE.id, f"{GREEDY_MODE.explanation} (yours leaves a model in {left} mode)"))
 
 
 # ---------------------------------------------------------------------------------------------------

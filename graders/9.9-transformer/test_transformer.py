@@ -32,6 +32,7 @@ from kata.toolkit.common import (
     check_inputs_unchanged,
 )
 from kata.toolkit.compare import describe, is_close
+from kata.toolkit.localise import localise, reference_part, swapped
 from kata.toolkit.properties import given, settings, st
 from kata.toolkit.torch_layers import (
     WeightMappingError,
@@ -74,10 +75,19 @@ MASKS_SWAPPED = Mistake("masks-swapped",
 # Where the lengths differ, swapped masks do not even broadcast: the size error raised on the student's line
 # that hands the decoder (tgt_mask, src_mask) in that order names the mistake.
 _SIZE_MISMATCH = r"must match the size of tensor|shape .* is invalid|cannot be broadcast|Expected size for first"
+MASK_NOT_BOOL = Mistake("mask-not-bool",
+                        "a mask is a float tensor, and torch defines &, | and ~ for bool (and integer) tensors only: "
+                        "the masks are bool, True where attention is allowed; tokens != pad_id is bool already, "
+                        "keep it so (no .float())")
 ERROR_PATTERNS = [  # one pattern per mistake: each names it once
     ErrorPattern(MASKS_SWAPPED, message=_SIZE_MISMATCH,
                  code=r"memory\s*,\s*tgt_mask\s*,\s*src_mask\b|\b(decode|decoder)\(.*\btgt_mask\s*,\s*src_mask\s*\)"
                       r"|src_mask\s*=\s*tgt_mask|tgt_mask\s*=\s*src_mask"),
+    # What torch says of a float mask (& and |: its own NotImplementedError; ~: a TypeError; masked_fill), raised from
+    # the student's line that combines masks or hands them on.
+    ErrorPattern(MASK_NOT_BOOL, message=r"not implemented for '(Float|Double|Half|BFloat16)'|~ \(operator\.invert\) "
+                                        r"is only implemented on integer and Boolean|only supports boolean masks",
+                 code=r"mask|causal|padding"),
 ]
 TGT_WITH_SRC_EMBED = Mistake("tgt-embedded-with-src-embed",
                              "the target tokens went through src_embed: use tgt_embed for tgt")
@@ -127,6 +137,29 @@ NOT_XAVIER = Mistake("not-xavier-init",
 NO_DROPOUT = Mistake("dropout-missing",
                      "the model gives the same output twice in training mode although dropout > 0: pass `dropout` "
                      "to the positional encoding, the encoder and the decoder")
+
+
+# Localisation (kata.toolkit.localise): said only when no classic mistake above matched, on the failing input.
+def _swapped_in(part_name: str, reference: str) -> str:
+    return (f"with the reference {reference}, holding your {part_name}'s weights, in place of your {part_name}, your "
+            "model matches: look at how you build it (its class, or the arguments you give it)")
+
+
+FAULT_IN_ENCODER = Mistake("fault-in-encoder", _swapped_in(
+    "encoder", "Encoder of kata 9.6, Encoder(n_layers, d_model, n_heads, d_ff, dropout, norm_first)"))
+FAULT_IN_DECODER = Mistake("fault-in-decoder", _swapped_in(
+    "decoder", "Decoder of kata 9.7, Decoder(n_layers, d_model, n_heads, d_ff, dropout, norm_first)"))
+FAULT_IN_EMBEDDING = Mistake("fault-in-embedding",
+                             "with the reference TokenEmbedding(vocab_size, d_model) of kata 9.8, holding your "
+                             "embedding's matrix, in place of yours, your model matches: look at how you build it")
+FAULT_IN_POSITIONS = Mistake("fault-in-positional-encoding", _swapped_in(
+    "pos_encoding", "PositionalEncoding(d_model, max_len, dropout) of kata 9.8"))
+FAULT_IN_WIRING = Mistake("fault-in-wiring",
+                          "with the reference's parts in place of all of yours (src_embed, tgt_embed, pos_encoding, "
+                          "encoder, decoder and generator, each holding your weights), your model still differs: look "
+                          "at how encode, decode and forward wire them: memory = encoder(pos_encoding(src_embed(src)), "
+                          "src_mask), h = decoder(pos_encoding(tgt_embed(tgt)), memory, src_mask, tgt_mask), "
+                          "logits = generator(h)")
 
 # Every tensor here is tiny: torch's intra-op threads only add synchronisation (with 2 threads this kata's
 # check took twice the CPU time, measured). One thread, for this grading process only.
@@ -280,6 +313,63 @@ class Truth:
         return found
 
 
+# ---- localisation: the part at fault, when no classic mistake matched -----------------------------------
+
+def reference_parts(model, *, d_model, n_heads, d_ff, n_layers, norm_first, max_len, dropout) -> dict:
+    """Each part of the student's model -> (its name, the reference part (kata.earlier, built in the student's
+    process with the contract's arguments) holding the student's part's state). A part whose replacement cannot
+    be built or take that state (another class, other shapes) is left out. The generator's key is None: it has no
+    diagnosis of its own (a plain nn.Linear; what goes wrong around it, a softmax, is a classic mistake)."""
+    earlier_pe = remote.earlier("positional_encoding")
+    vocab = {name: part(model, f"{name}.embedding.weight").size(0) for name in ("src_embed", "tgt_embed")}
+    generator = part(model, "generator")
+    builders = {
+        FAULT_IN_ENCODER: ("encoder", lambda: remote.earlier("encoder_block").Encoder(
+            n_layers, d_model, n_heads, d_ff, dropout, norm_first)),
+        FAULT_IN_DECODER: ("decoder", lambda: remote.earlier("decoder_block").Decoder(
+            n_layers, d_model, n_heads, d_ff, dropout, norm_first)),
+        Mistake(FAULT_IN_EMBEDDING.id, FAULT_IN_EMBEDDING.explanation + " (your src_embed)"):
+            ("src_embed", lambda: earlier_pe.TokenEmbedding(vocab["src_embed"], d_model)),
+        Mistake(FAULT_IN_EMBEDDING.id, FAULT_IN_EMBEDDING.explanation + " (your tgt_embed)"):
+            ("tgt_embed", lambda: earlier_pe.TokenEmbedding(vocab["tgt_embed"], d_model)),
+        FAULT_IN_POSITIONS: ("pos_encoding", lambda: earlier_pe.PositionalEncoding(d_model, max_len, dropout)),
+        None: ("generator", lambda: earlier_pe.nn.Linear(
+            d_model, part(generator, "weight").size(0), bias=getattr(generator, "bias", None) is not None)),
+    }
+    parts = {}
+    for mistake, (name, build) in builders.items():
+        try:
+            parts[mistake] = (name, reference_part(part(model, name), build()))
+        except (remote.StudentError, RuntimeError, TypeError, ValueError, KeyError, AttributeError):
+            continue
+    return parts
+
+
+def localise_model(model, src, tgt, src_mask, tgt_mask, expected, *, rtol=None, **sizes):
+    """What `kata.toolkit.localise` finds at fault in the student's Transformer on this input (for assert_close):
+    the part whose swap for the reference's alone makes the logits match; the wiring, when every part could be
+    swapped and all of them at once still differ. The reference generator stands in for the student's throughout,
+    so nothing is said of a fault in it alone (the output then matches with no other swap)."""
+    def find():
+        parts = reference_parts(model, **sizes)
+        if None not in parts:
+            return ()
+        generator = parts.pop(None)[1]
+        swaps = {mistake: (lambda name=name, replacement=replacement: swapped(model, name, replacement))
+                 for mistake, (name, replacement) in parts.items()}
+
+        def run():
+            with swapped(model, "generator", generator):  # always the reference's: it is never the one told
+                return model(src, tgt, src_mask, tgt_mask)
+        found = localise(run, expected, swaps, rtol=rtol, wiring=FAULT_IN_WIRING if len(parts) == 5 else None)
+        embeddings = [m for m in found if m.id == FAULT_IN_EMBEDDING.id]
+        if len(embeddings) == 2:  # both sides' own class: one box
+            return (Mistake(FAULT_IN_EMBEDDING.id, FAULT_IN_EMBEDDING.explanation + " (your src_embed and tgt_embed)"),
+                    *(m for m in found if m not in embeddings))
+        return found
+    return find
+
+
 def logits_of(model, src, tgt, src_mask, tgt_mask, context):
     """The student's forward, checked for type and shape."""
     out = model(src, tgt, src_mask, tgt_mask)
@@ -307,9 +397,14 @@ def compare_forward(student, device, dtype, *, batch, src_len, tgt_len, src_leng
                f"tgt {describe(tgt)} (real lengths {tgt_lengths or [tgt_len] * batch}), {dtype}")
     truth = Truth(model, options.get("n_heads", SMALL["n_heads"]), options.get("norm_first", False))
     out = logits_of(model, src, tgt, src_mask, tgt_mask, context)
-    assert_close(out, truth.logits(src, tgt, src_mask, tgt_mask), name="logits",
+    expected = truth.logits(src, tgt, src_mask, tgt_mask)
+    sizes = {**SMALL, **{k: v for k, v in options.items() if k in SMALL}}
+    assert_close(out, expected, name="logits",
                  what="nn.TransformerEncoder/Decoder with your weights (plus embedding, positions, generator)",
-                 context=context, rtol=RTOL.get(dtype), mistakes=truth.mistakes(src, tgt, src_mask, tgt_mask))
+                 context=context, rtol=RTOL.get(dtype), mistakes=truth.mistakes(src, tgt, src_mask, tgt_mask),
+                 localise=localise_model(model, src, tgt, src_mask, tgt_mask, expected.detach(),
+                                         rtol=RTOL.get(dtype), n_layers=options.get("n_layers", 2),
+                                         norm_first=options.get("norm_first", False), max_len=64, dropout=0.0, **sizes))
 
 
 # float32 through 2 + 2 blocks: each attention and layer norm rounds differently from torch's fused kernels.

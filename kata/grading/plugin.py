@@ -18,7 +18,9 @@ The judge never imports the student's file: the student's code runs in a process
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -301,7 +303,9 @@ def _load_student() -> tuple[str, dict]:
     except StudentError as exc:
         status = {"SyntaxError": protocol.SYNTAX_ERROR, "ImportError": protocol.IMPORT_ERROR,
                   "ModuleNotFoundError": protocol.IMPORT_ERROR, "ForbiddenBuiltin": protocol.FORBIDDEN,
-                  "NotImplementedError": protocol.NOT_IMPLEMENTED}.get(exc.type_name, protocol.EXCEPTION)
+                  }.get(exc.type_name, protocol.EXCEPTION)
+        if _not_implemented(exc, _frames(exc.frames)):
+            status = protocol.NOT_IMPLEMENTED
         message = f"{exc.type_name}: {exc.message}" if exc.message else exc.type_name
         if _out_of_memory(exc):
             status, message = protocol.MEMORY, _memory_message(message)
@@ -427,7 +431,7 @@ def _classify(report, call) -> tuple[str, str, tuple, list[dict]]:
         frames = _frames(exc.frames)
         if isinstance(exc, StudentForbidden):
             return protocol.FORBIDDEN, exc.message, (), frames
-        if isinstance(exc, NotImplementedError) and frames:
+        if _not_implemented(exc, frames):
             where = frames[-1]
             return protocol.NOT_IMPLEMENTED, f"not implemented yet ({where['file']}:{where['line']})", (), frames
         text = _exception_text(exc)
@@ -443,6 +447,30 @@ def _classify(report, call) -> tuple[str, str, tuple, list[dict]]:
     if _breaks_cuda(exc):
         return protocol.ERROR, _cuda_broken_message(_exception_text(exc)), (), []
     return protocol.ERROR, _exception_text(exc), (), []
+
+
+def _not_implemented(exc: StudentError, frames: list[dict]) -> bool:
+    """The stub's own `raise NotImplementedError()`: raised by a raise statement of the student's file. A
+    NotImplementedError that torch raised (`&` of a float mask: "bitwise_and_cpu" not implemented for 'Float')
+    is an error of the student's code, whose innermost line of the student's file is then the call into torch."""
+    return (isinstance(exc, NotImplementedError) and bool(frames)
+            and frames[-1]["line"] in _not_implemented_lines(_state.source))
+
+
+@functools.cache
+def _not_implemented_lines(source: str) -> frozenset[int]:
+    """The lines of `source` spanned by a `raise NotImplementedError` statement (with or without a message)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(raised, ast.Name) and raised.id == "NotImplementedError":
+                lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+    return frozenset(lines)
 
 
 def _gone_status(gone: StudentGone) -> str:

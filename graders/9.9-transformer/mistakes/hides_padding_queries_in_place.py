@@ -1,5 +1,6 @@
 """Planted mistake: decode also hides the padding queries, with &= on the caller's tgt_mask."""
 # expect: modifies-input
+# also: fault-in-wiring
 
 
 class Transformer(Transformer):
