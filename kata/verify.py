@@ -73,6 +73,7 @@ class Run:
     devices: list[str] = field(default_factory=list)  # where its checks ran: cpu, and cuda when torch saw a GPU
     cuda_device: str | None = None  # the GPU torch saw, if any
     cuda_checks_on_cpu: bool = False  # no GPU: the checks of CUDA's dtypes (half precision) ran on the CPU
+    points: float = 0.0  # what the run earned (not the grade of a mistake that settled early: it skipped checks)
 
 
 @dataclass
@@ -160,7 +161,7 @@ def _judge_passing(result: KataResult, kind: str, name: str) -> Run:
     if result.outcome != PASSED and result.log and not failing:
         detail += "\n" + result.log[-1500:]
     return Run(kind, name, PASSED, result.outcome, result.seconds, ok, "" if ok else detail,
-               diagnoses=found, false_diagnoses=found)
+               diagnoses=found, false_diagnoses=found, points=result.points)
 
 
 def _judge_reference(result: KataResult, seed: int) -> Run:
@@ -195,7 +196,7 @@ def _judge_mistake(result: KataResult, name: str, expected: str, also: set[str])
         detail = "" if ok else (f"false diagnoses {false}: not true of this mistake (list a right one "
                                 "under '# also:')")
     return Run("mistake", name, expected, result.outcome, result.seconds, ok, detail,
-               diagnoses=found, named=named, false_diagnoses=false)
+               diagnoses=found, named=named, false_diagnoses=false, points=result.points)
 
 
 @dataclass

@@ -16,7 +16,7 @@ import pytest
 import torch
 from rich.console import Console
 
-from kata import render, verify
+from kata import render, scoring, verify
 from kata.course import load_course
 from kata.runner import Check, KataResult
 from kata.verify import KataReport, Run, queue_order
@@ -59,6 +59,17 @@ def test_every_kata_is_sound(course_report):
         # Without a GPU the CPU ran the half-precision checks written for CUDA (they found two bugs on an H200).
         assert all(run["cuda_checks_on_cpu"] is not cuda for run in passing)
     print(f"kata verify: {report['seconds']} s for {len(report['katas'])} katas")
+
+
+@pytest.mark.slow
+def test_a_model_breaking_planted_mistake_costs_most_of_the_kata_an_edge_one_its_share(course_report):
+    """Severity (`kata.scoring`), 9.7: a causal mask that hides the diagonal breaks every decoder built on it (19.35
+    of 20 points before the cap: a critical check fails); one made on the CPU whatever device is asked for breaks an
+    edge contract and costs only its check's share."""
+    runs = {run["name"]: run for kata in course_report["katas"] if kata["kata"] == "9.7" for run in kata["runs"]}
+    points = load_course(REPO).find("9.7").points
+    assert runs["causal_mask_diagonal_blocked.py"]["points"] == points * scoring.CRITICAL_CAP
+    assert points * 0.9 < runs["causal_mask_ignores_device.py"]["points"] < points
 
 
 # Issue 14: student files that got full marks, lost points, or were told the wrong thing. Each is a planted
