@@ -7,7 +7,7 @@ import torch
 
 from kata.grading.scan import scan
 from kata.toolkit import CheckFailed, ErrorPattern, Mistake, assert_close
-from kata.toolkit.compare import assert_finite, is_close, tolerance
+from kata.toolkit.compare import assert_finite, is_close, tolerance, unlike
 from kata.toolkit.gradients import gradcheck
 
 ROUNDING = Mistake("rounding", "you rounded")
@@ -63,6 +63,18 @@ def test_matching_mistake_is_named_and_others_are_not():
     found = failure(actual, expected, mistakes={ROUNDING: lambda: expected.round(), other: expected * 3,
                                                 Mistake("broken", "raises"): lambda: 1 / 0}).mistakes
     assert found == (ROUNDING,)
+
+
+def test_a_model_that_gives_the_truth_is_not_offered():
+    # Off by 1e-6 in float64: a failure, but within the 1e-5 a mistake is matched with. A model that agrees with
+    # the truth on this input is no evidence of that mistake; one that differs from it still speaks.
+    expected = torch.tensor([0.4, 1.6], dtype=torch.float64)
+    harmless, real = Mistake("harmless", "right here"), Mistake("real", "wrong here")
+    assert failure(expected + 1e-6, expected, mistakes={harmless: expected.clone()}).mistakes == (harmless,)
+    assert failure(expected + 1e-6, expected, mistakes=unlike(expected, {harmless: expected.clone()})).mistakes == ()
+    found = failure(expected * 3, expected, mistakes=unlike(expected, {harmless: expected.clone(),
+                                                                      real: lambda: expected * 3})).mistakes
+    assert found == (real,)
 
 
 def test_nan_matches_nan_in_a_mistake_model():

@@ -70,7 +70,7 @@ ISSUE_14_CASES = [
     ("9.7", "memory_normalised_by_norm_2.py", {"memory-normalised"}),  # 7: was "fed the decoder's own states"
     ("9.6", "functional_dropout_always_on.py", {"dropout-in-eval"}),  # 7: plus a wrong "missing residual"
     ("9.7", "src_mask_ignored.py", {"src-mask-ignored"}),  # 7: plus a wrong "causal mask in cross-attention"
-    ("9.4", "split_without_head_axis.py", {"split-without-transpose"}),  # 7: promised, absent
+    ("9.4", "split_without_head_axis.py", {"split-heads-not-moved"}),  # 7: promised, absent (its own id: issue 28)
     ("9.4", "scaled_by_d_model.py", {"scaled-by-sqrt-d-model"}),  # 7: promised, absent
     ("9.9", "decode_ignores_tgt_mask.py", {"tgt-mask-ignored"}),  # 7: promised
     ("9.9", "masks_swapped.py", {"masks-swapped"}),  # 7: a bare RuntimeError before

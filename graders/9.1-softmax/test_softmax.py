@@ -8,7 +8,7 @@ import torch
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
 from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged, check_output_like
-from kata.toolkit.compare import assert_finite, describe, matching_mistakes, tolerance
+from kata.toolkit.compare import assert_finite, describe, matching_mistakes, tolerance, unlike
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st, tensors
 
@@ -23,10 +23,25 @@ WRONG_SUM = Mistake("wrong-normaliser",
                     "as a size-1 dimension (keepdim=True) so it broadcasts back over that slice")
 SUM_WITHOUT_KEEPDIM = Mistake(WRONG_SUM.id, WRONG_SUM.explanation + " (the sum lost its dimension: keepdim=True "
                               "is missing, so it broadcast against the wrong axis)")
+GLOBAL_MAX = Mistake("global-max",
+                     "the maximum was taken over the whole tensor (x.max()), not along `dim`: a slice whose "
+                     "logits all lie far below the global maximum then underflows, exp() gives 0 for every entry "
+                     "and 0 / 0 = NaN. Subtract each slice's own maximum, x.amax(dim=dim, keepdim=True)")
+MEAN_SHIFT = Mistake("shift-by-mean",
+                     "the logits were shifted by their mean, not their maximum: softmax(x - c) equals softmax(x) "
+                     "for any c, but only c = max(x) along `dim` makes every exponent <= 0, so exp(x - mean) still "
+                     "overflows (or underflows to 0 / 0) for large logits. Subtract x.amax(dim=dim, keepdim=True)")
 MAX_WRONG_DIM = Mistake("max-wrong-dim",
                         "the maximum is taken along another dimension than the sum: subtracting a constant "
                         "leaves softmax unchanged only if it is the same for the whole slice along `dim`, so "
                         "take the maximum along `dim` too (keepdim=True)")
+
+
+
+def wrong_dim(other: int) -> Mistake:
+    """WRONG_DIM, saying which dimension the student's softmax normalises over (one box for one mistake)."""
+    return Mistake(WRONG_DIM.id, f"{WRONG_DIM.explanation} (yours normalises over dim {other})")
+
 
 ERROR_PATTERNS = [
     ErrorPattern(SUM_WITHOUT_KEEPDIM, message=r"must match the size of tensor",
@@ -43,12 +58,22 @@ CASES = [  # (shape, dim): every dim of every shape, negative dims too
 ]
 
 
+def shifted_by(x: torch.Tensor, c: torch.Tensor, dim: int) -> torch.Tensor:
+    """exp(x - c) normalised along `dim`: softmax, whatever c, until exp overflows or underflows."""
+    e = torch.exp(x - c)
+    return e / e.sum(dim=dim, keepdim=True)
+
+
 def mistakes_for(x: torch.Tensor, dim: int) -> dict:
     """What each classic mistake would output for this input (NaN where that mistake makes NaN)."""
     dim = dim % x.dim()
     shifted = torch.exp(x - x.amax(dim=dim, keepdim=True))
     found = {
         NO_MAX: lambda: torch.exp(x) / torch.exp(x).sum(dim=dim, keepdim=True),
+        GLOBAL_MAX: lambda: shifted_by(x, x.amax(), dim),
+        MEAN_SHIFT: lambda: shifted_by(x, x.mean(dim=dim, keepdim=True), dim),
+        Mistake(MEAN_SHIFT.id, MEAN_SHIFT.explanation + " (yours, the mean of the whole tensor)"):
+            lambda: shifted_by(x, x.mean(), dim),
         Mistake(WRONG_SUM.id, WRONG_SUM.explanation + " (yours divides by the sum of all elements)"):
             lambda: shifted / shifted.sum(),
         # keepdim forgotten: the sum broadcasts against the wrong axis (only possible for some shapes).
@@ -56,8 +81,7 @@ def mistakes_for(x: torch.Tensor, dim: int) -> dict:
     }
     for other in range(x.dim()):
         if other != dim and x.shape[other] > 1:
-            found[Mistake(WRONG_DIM.id, f"{WRONG_DIM.explanation} (yours normalises over dim {other})")] = (
-                lambda other=other: torch.softmax(x, dim=other))
+            found[wrong_dim(other)] = lambda other=other: torch.softmax(x, dim=other)
             # One of the two reductions along `other`: the max, or the sum.
             found[Mistake(MAX_WRONG_DIM.id, f"{MAX_WRONG_DIM.explanation} (yours takes it along dim {other})")] = (
                 lambda other=other: (e := torch.exp(x - x.amax(dim=other, keepdim=True))) / e.sum(dim=dim,
@@ -87,16 +111,20 @@ def test_matches_torch_softmax(student, device, dtype):
         x = torch.randn(shape, device=device, dtype=dtype) * 3
         out = student.softmax(x, dim=dim)
         rtol, atol = conditioned(x)
-        assert_close(out, torch.softmax(x, dim=dim), what="torch.softmax", rtol=rtol, atol=atol,
-                     context=f"x of shape {tuple(shape)}, dim={dim}", mistakes=mistakes_for(x, dim))
+        expected = torch.softmax(x, dim=dim)
+        assert_close(out, expected, what="torch.softmax", rtol=rtol, atol=atol,
+                     context=f"x of shape {tuple(shape)}, dim={dim}", mistakes=unlike(expected, mistakes_for(x, dim),
+                                                                                   rtol=rtol, atol=atol))
 
 
 def test_default_dim_is_last(student, device, dtype):
     """dim defaults to -1"""
     x = torch.randn(3, 4, 5, device=device, dtype=dtype)
     rtol, atol = conditioned(x)
-    assert_close(student.softmax(x), torch.softmax(x, dim=-1), what="torch.softmax(x, dim=-1)", rtol=rtol, atol=atol,
-                 context="softmax(x) called without dim", mistakes=mistakes_for(x, -1))
+    expected = torch.softmax(x, dim=-1)
+    assert_close(student.softmax(x), expected, what="torch.softmax(x, dim=-1)", rtol=rtol, atol=atol,
+                 context="softmax(x) called without dim", mistakes=unlike(expected, mistakes_for(x, -1), rtol=rtol,
+                                                                         atol=atol))
 
 
 def test_large_logits_stay_finite(student, device, dtype):
@@ -109,8 +137,9 @@ def test_large_logits_stay_finite(student, device, dtype):
         # NaN or inf is named only by the mistake whose output it is: NaN from a sum along the wrong dim is
         # no overflow.
         assert_finite(out, context=context, mistakes=matching_mistakes(out, mistakes_for(x, dim)))
-        assert_close(out, torch.softmax(x, dim=dim), what="torch.softmax", rtol=rtol, atol=atol, context=context,
-                     mistakes=mistakes_for(x, dim))
+        expected = torch.softmax(x, dim=dim)
+        assert_close(out, expected, what="torch.softmax", rtol=rtol, atol=atol, context=context,
+                     mistakes=unlike(expected, mistakes_for(x, dim), rtol=rtol, atol=atol))
 
 
 def test_all_equal_logits_are_uniform(student, device, dtype):
@@ -144,9 +173,10 @@ def test_is_a_distribution(student, x, data):
         fail(f"output should have the input's shape {tuple(x.shape)}, got {describe(out)} for {context}")
     if (out < 0).any():
         fail(f"softmax produced negative values for {context}")
+    others = [other for other in range(x.dim()) if other != dim % x.dim() and x.shape[other] > 1]
+    sums = {wrong_dim(other): lambda other=other: torch.softmax(x, dim=other).sum(dim=dim) for other in others}
     assert_close(out.sum(dim=dim), torch.ones_like(x.sum(dim=dim)), name="sum along dim", what="1",
-                 context=context, mistakes={WRONG_DIM: torch.softmax(x, dim=(dim + 1) % x.dim()).sum(dim=dim)}
-                 if x.dim() > 1 else None)
+                 context=context, mistakes=sums)
 
 
 def test_gradcheck(student):
@@ -192,6 +222,6 @@ def test_half_precision_forward(student, device, dtype):
     """Half-precision forward matches softmax computed in float32"""
     x = torch.randn(4, 16, 32, device=device, dtype=dtype) * 8
     rtol = torch.finfo(dtype).eps * (x.abs().amax().item() + 4)
-    assert_close(student.softmax(x, dim=-1), torch.softmax(x.float(), dim=-1).to(dtype),
-                 what="torch.softmax computed in float32", context=f"x {describe(x)}", rtol=rtol,
-                 mistakes=mistakes_for(x, -1))
+    expected = torch.softmax(x.float(), dim=-1).to(dtype)
+    assert_close(student.softmax(x, dim=-1), expected, what="torch.softmax computed in float32",
+                 context=f"x {describe(x)}", rtol=rtol, mistakes=unlike(expected, mistakes_for(x, -1), rtol=rtol))

@@ -18,8 +18,9 @@ from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged
-from kata.toolkit.compare import describe
+from kata.toolkit.compare import describe, is_close, matching_mistakes
 from kata.toolkit.gradients import gradcheck
+from kata.toolkit.localise import once_each, recorded
 from kata.toolkit.properties import given, st
 
 # ---- classic mistakes ----------------------------------------------------------------------------
@@ -52,6 +53,15 @@ FINITE_FILL = Mistake("finite-mask-fill",
                       "a query whose keys are all blocked got the uniform average of all values: the blocked "
                       "scores were filled with a finite number (like -1e9), so a fully blocked row is a row of "
                       "equal scores. Fill with float('-inf') and zero the weights of fully blocked rows")
+FILL_ABOVE_SCORES = Mistake("finite-fill-above-scores",
+                            "the blocked scores were filled with a finite number (like -1e9) that is not below "
+                            "every score: where the allowed scores are lower still, the blocked keys take their "
+                            "weight. Fill with float('-inf'), below every score (torch.finfo(scores.dtype).min, "
+                            "the lowest finite one, works too)")
+ZERO_FILL = Mistake("mask-fill-zero",
+                    "the blocked scores were set to 0 (masked_fill(~mask, 0), or scores * mask), which is an "
+                    "ordinary score: exp(0 - max) is not 0, so blocked keys still get weight. Fill them with "
+                    "float('-inf') before the softmax")
 HALF_OVERFLOW = Mistake("mask-fill-overflows-half",
                         "the mask fill value does not fit in float16 (largest magnitude 65504): -1e9 (or "
                         "finfo(float32).min) cannot be stored in a half-precision tensor. Fill with "
@@ -62,6 +72,20 @@ CONTEXT_IGNORED = Mistake("context-ignored",
 QUERIES_FROM_CONTEXT = Mistake("context-ignored",
                                "the queries came from `context`: queries are always projected from x; keys and "
                                "values come from context")
+
+# ---- where the fault is, when no classic mistake matched (localisation) ----------------------------------
+
+FAULT_AFTER_SOFTMAX = Mistake("fault-in-weighted-sum",
+                              "your weights equal SDPA's but your output does not, so the fault is after the "
+                              "softmax, where the weights average the values: output = weights @ v, "
+                              "(..., q_len, k_len) @ (..., k_len, d_v)")
+FAULT_IN_WEIGHTS = Mistake("fault-in-weights",
+                           "your weights already differ from SDPA's, so the fault is before the weighted sum: in "
+                           "the scores q @ k.transpose(-2, -1), their scale 1 / sqrt(d_k), the mask or the softmax "
+                           "over the keys (compare your weights with softmax(q k^T / sqrt(d_k)) on a small input)")
+FAULT_IN_PROJECTION_INPUT = Mistake("fault-in-projection-input",
+                                    "a projection of the head read the wrong input: queries are projected from x, "
+                                    "keys and values from context")
 
 ERROR_PATTERNS = [
     ErrorPattern(HALF_OVERFLOW, message=r"cannot be converted to type .*Half without overflow"),
@@ -87,18 +111,21 @@ def sdpa_weights(q, k, mask=None):
     return F.scaled_dot_product_attention(*_on_cpu(q, k), eye, attn_mask=_on_cpu(mask)[0]).to(q.device)
 
 
-def attend(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, empty="zero", after=False):
+def attend(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, empty="zero", after=False, fill=None):
     """A model of attention, right or wrong: (output, weights).
 
     scale: the factor on q k^T (1/sqrt(d_k) when None); dim: the softmax's dim; invert: the mask used
     the wrong way round; empty: what a fully blocked row becomes ("zero", "nan", or "uniform" for a
-    finite fill); after: the mask applied to the weights after the softmax.
+    finite fill), "zero" being blocked weights zeroed after the softmax; after: the mask applied to the
+    weights after the softmax; fill: what blocked scores become (-inf; -1e30 for "uniform").
     """
     scale = 1 / math.sqrt(q.size(-1)) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * scale
     allowed = None if mask is None else (~mask if invert else mask)
     if allowed is not None and not after:
-        scores = scores.masked_fill(~allowed, -1e30 if empty == "uniform" else float("-inf"))
+        if fill is None:
+            fill = -1e30 if empty == "uniform" else float("-inf")
+        scores = scores.masked_fill(~allowed, fill)
     weights = torch.softmax(scores, dim=dim)
     if allowed is not None and (after or empty == "zero"):
         weights = weights.masked_fill(~allowed, 0.0)
@@ -125,10 +152,13 @@ def mistakes_for(q, k, v, mask=None, *, part=0) -> dict:
     """What each classic mistake gives for this input: part 0 the output, part 1 the weights."""
     d_k, q_len, d_v = q.size(-1), q.size(-2), v.size(-1)
     found = {
-        NO_SCALE: lambda: attend(q, k, v, mask, scale=1.0)[part],
         SCALE_BY_D_K: lambda: attend(q, k, v, mask, scale=1 / d_k)[part],
         SOFTMAX_OVER_QUERIES: lambda: attend(q, k, v, mask, dim=-2)[part],
     }
+    # Where some size is 1, dividing by its square root is no scale at all: a file that takes d_k from that
+    # dimension (q.shape[1], say) would be told it has none.
+    if 1 not in (*q.shape, *k.shape, *v.shape):
+        found[NO_SCALE] = lambda: attend(q, k, v, mask, scale=1.0)[part]
     if mask is not None and has_empty_column(q, k, mask):
         found[Mistake(SOFTMAX_OVER_QUERIES.id, SOFTMAX_OVER_QUERIES.explanation
                       + " (and a key blocked for every query gives NaN)")] = (
@@ -148,6 +178,9 @@ def mistakes_for(q, k, v, mask=None, *, part=0) -> dict:
             found[Mistake(INVERTED_MASK.id, INVERTED_MASK.explanation + " (and fully blocked rows are uniform)")] = (
                 lambda: attend(q, k, v, mask, invert=True, empty="uniform")[part])
         found[MASK_AFTER_SOFTMAX] = lambda: attend(q, k, v, mask, after=True)[part]
+        found[ZERO_FILL] = lambda: attend(q, k, v, mask, fill=0.0, empty="uniform")[part]
+        found[Mistake(ZERO_FILL.id, ZERO_FILL.explanation + " (yours then zeroes the blocked weights, so the "
+                      "others no longer sum to 1)")] = lambda: attend(q, k, v, mask, fill=0.0)[part]
         if has_empty_row(q, k, mask):
             found[NAN_ON_EMPTY_ROW] = lambda: attend(q, k, v, mask, empty="nan")[part]
             found[FINITE_FILL] = lambda: attend(q, k, v, mask, empty="uniform")[part]
@@ -170,11 +203,25 @@ def call(student, q, k, v, mask=None, context=""):
     return result
 
 
+def weights_at_fault(weights, q, k, v, mask) -> tuple[Mistake, ...]:
+    """Where the output went wrong, read from the weights the student returned beside it (the intermediate the
+    contract exposes): right weights put the fault after the softmax; wrong ones, before it (named by a classic
+    mistake of the weights where one matches). Nothing for weights of the wrong shape."""
+    expected = sdpa_weights(q, k, mask)
+    if not isinstance(weights, torch.Tensor) or weights.shape != expected.shape:
+        return ()
+    if is_close(weights, expected):
+        return (FAULT_AFTER_SOFTMAX,)
+    return matching_mistakes(weights, mistakes_for(q, k, v, mask, part=1), rtol=1e-5, atol=1e-6) or (
+        FAULT_IN_WEIGHTS,)
+
+
 def check_pair(student, q, k, v, mask, context):
     """Compare output and weights with SDPA's, offering every classic mistake."""
     out, weights = call(student, q, k, v, mask, context)
     assert_close(out, sdpa(q, k, v, mask), what="F.scaled_dot_product_attention", context=context,
-                 mistakes=mistakes_for(q, k, v, mask, part=0))
+                 mistakes=mistakes_for(q, k, v, mask, part=0),
+                 localise=lambda: weights_at_fault(weights, q, k, v, mask))
     assert_close(weights, sdpa_weights(q, k, mask), name="weights", what="SDPA's attention weights",
                  context=context, mistakes=mistakes_for(q, k, v, mask, part=1))
 
@@ -276,6 +323,32 @@ def test_fully_masked_rows(student, device, dtype):
     # A padding mask with a batch element that is all padding.
     pad = torch.tensor([[True, True, False, False, False], [False] * 5], device=device)[:, None, :]
     check_pair(student, q, k, v, pad, "a padding mask (2, 1, 5) whose batch element 1 is all padding")
+
+
+def test_very_negative_scores(student, device, dtype):
+    """Blocked keys get weight 0 even where every allowed score is hugely negative (below -1e35)"""
+    # q . k of order -1e36 (float32 holds it): a blocked score filled with any larger finite number, -1e9 or
+    # -1e30, is then the row's maximum and takes the weight. -inf, or finfo(dtype).min, stays below. The
+    # allowed scores of a row are far apart, so each row's weights are one-hot on its largest allowed
+    # score, exactly, by any algorithm (max-subtraction or logsumexp).
+    g = torch.Generator().manual_seed(7)
+    q = (torch.rand(2, 4, 4, generator=g, dtype=dtype) + 0.5) * 1e18
+    k = -(torch.rand(2, 5, 4, generator=g, dtype=dtype) + 0.5) * 1e18
+    v = torch.randn(2, 5, 3, generator=g, dtype=dtype)
+    mask = with_one_key(torch.rand(2, 4, 5, generator=g) > 0.5)
+    q, k, v, mask = (t.to(device) for t in (q, k, v, mask))
+    context = ("q (2, 4, 4) and k (2, 5, 4) of magnitude 1e18, so every score is about -1e36, "
+               "a mask (2, 4, 5) with at least one allowed key per query")
+    out, weights = call(student, q, k, v, mask, context)
+    # Any finite fill above -1e36 (0 included) gives the same weights here: FILL_ABOVE_SCORES speaks for them all.
+    classic = {m: model for m, model in mistakes_for(q, k, v, mask, part=1).items() if m.id != ZERO_FILL.id}
+    finite = {FILL_ABOVE_SCORES: lambda: attend(q, k, v, mask, fill=-1e30, empty="uniform")[1],
+              Mistake(FILL_ABOVE_SCORES.id, FILL_ABOVE_SCORES.explanation + " (yours then zeroes the blocked "
+                      "weights, leaving those rows empty)"): lambda: attend(q, k, v, mask, fill=-1e30)[1]}
+    assert_close(weights, sdpa_weights(q, k, mask), name="weights", what="SDPA's attention weights",
+                 context=context, mistakes={**classic, **finite})
+    assert_close(out, sdpa(q, k, v, mask), what="F.scaled_dot_product_attention", context=context,
+                 mistakes=mistakes_for(q, k, v, mask, part=0))
 
 
 HALF_TOLERANCE = {  # (rtol, atol): half-precision rounding of the scores and the weights, not a looser truth
@@ -433,11 +506,48 @@ def head_mistakes(state, x, context=None, mask=None, *, part=0) -> dict:
     return found
 
 
+def head_at_fault(head, state, x, context, mask) -> tuple[Mistake, ...]:
+    """Where the head went wrong: a projection that read x where context was due (or the reverse), seen by hooks
+    on w_q, w_k and w_v in one more forward; else, weights (attn_weights) equal to those of a head built by hand
+    put the fault after the softmax. (Wrong weights say nothing here: the projections or the mask passed on may
+    be at fault as much as the attention function, which has checks of its own.)"""
+    found = projection_inputs_at_fault(head, x, context, mask)
+    if found:
+        return found
+    weights = getattr(head, "attn_weights", None)
+    right = hand_head(state, x, context, mask)[1]
+    return (FAULT_AFTER_SOFTMAX,) if isinstance(weights, torch.Tensor) and is_close(weights, right) else ()
+
+
+def projection_inputs_at_fault(head, x, context, mask) -> tuple[Mistake, ...]:
+    """The projections that read x where context was due, or context where x was (cross-attention only: in
+    self-attention both are x). Nothing where a projection was not called exactly once through its module, or
+    read something that is neither."""
+    if context is None or (context.shape == x.shape and torch.equal(context, x)):
+        return ()
+    names = ("w_q", "w_k", "w_v")
+    with recorded(head, names) as calls:
+        head(x, context=context, mask=mask)
+    each = once_each(calls, names)
+    if each is None:
+        return ()
+    found = []
+    for name, due, other, due_name, other_name in (("w_q", x, context, "x", "context"),
+                                                   ("w_k", context, x, "context", "x"),
+                                                   ("w_v", context, x, "context", "x")):
+        given = each[name].args[0] if each[name].args else None
+        if isinstance(given, torch.Tensor) and not is_close(given, due) and is_close(given, other):
+            found.append(Mistake(FAULT_IN_PROJECTION_INPUT.id, f"{FAULT_IN_PROJECTION_INPUT.explanation}: yours "
+                                 f"applies {name} to {other_name}, not to {due_name}"))
+    return tuple(found)
+
+
 def check_head(head, state, x, context, mask, where):
     out = head(x, context=context, mask=mask) if context is not None else head(x, mask=mask)
     expected, expected_weights = hand_head(state, x, context, mask)
     assert_close(out, expected, what="a head built from the same weights with nn.functional.linear and SDPA",
-                 context=where, mistakes=head_mistakes(state, x, context, mask))
+                 context=where, mistakes=head_mistakes(state, x, context, mask),
+                 localise=lambda: head_at_fault(head, state, x, context, mask))
     return expected_weights
 
 
@@ -473,6 +583,9 @@ def test_head_cross_attention(student, device, dtype):
     x = torch.randn(3, 4, D_MODEL, device=device, dtype=dtype)
     memory = torch.randn(3, 6, D_MODEL, device=device, dtype=dtype)
     where = f"x {describe(x)}, context {describe(memory)}"
+    # First a context as long as x: a projection fed the wrong one gives wrong values there, not a shape error.
+    same = torch.randn(3, 4, D_MODEL, device=device, dtype=dtype)
+    check_head(head, state, x, same, None, f"x {describe(x)}, context {describe(same)} (as long as x), no mask")
     check_head(head, state, x, memory, None, where + ", no mask")
     pad = torch.tensor([[True] * 6, [True] * 3 + [False] * 3, [True] + [False] * 5], device=device)[:, None, :]
     check_head(head, state, x, memory, pad, where + ", a padding mask (3, 1, 6) on the context")

@@ -9,49 +9,92 @@ mean "may attend": a padding mask (batch, 1, 1, k_len) becomes `key_padding_mask
 other mask is expanded to (batch, heads, q_len, k_len) and passed as `attn_mask=~mask` reshaped to
 (batch * heads, q_len, k_len). Every query keeps at least one key (torch gives NaN for a query with
 none; the course's convention, zeros, is graded in kata 9.3).
+
+A failure names a classic mistake when the student's output is that mistake's model on the same input (and only
+one mistake's model: where two coincide, the check names neither). When none matches, `stages` localises it: the
+module runs again with w_q, w_k, w_v and w_o recorded, and the first stage that differs from the reference
+computed on the student's own values of the stage before is named (`fault-in-*`). Dropout's contract is graded
+without seeding the student's process: each query's output must be its weights after SOME dropout (all ways
+tried) averaging the values.
 """
+
+import functools
+import itertools
+import math
 
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.toolkit import Mistake, assert_close, fail, remote
+from kata.toolkit import CheckFailed, Mistake, fail, remote
+from kata.toolkit import assert_close as toolkit_assert_close
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
     check_batch_independence,
     check_gradients_equal,
     check_inputs_unchanged,
 )
-from kata.toolkit.compare import describe
-from kata.toolkit.properties import given, st
+from kata.toolkit.compare import describe, is_close
+from kata.toolkit.localise import bound, once_each, recorded
+from kata.toolkit.properties import final_example, given, st
 
 # ---- classic mistakes ----------------------------------------------------------------------------
 
 SPLIT_NO_TRANSPOSE = Mistake(
     "split-without-transpose",
     "the heads were split with view(batch, n_heads, len, d_k) without the transpose: that cuts the "
-    "SEQUENCE into heads, mixing positions. Split the features: view(batch, len, n_heads, d_k), then "
-    "transpose(1, 2) to (batch, n_heads, len, d_k)")
+    "SEQUENCE into heads, mixing positions (however they are merged back). Split the features: view(batch, "
+    "len, n_heads, d_k), then transpose(1, 2) to (batch, n_heads, len, d_k)")
 SPLIT_NO_HEAD_AXIS = Mistake(
-    "split-without-transpose",
+    "split-heads-not-moved",
     "the heads were split with view(batch, len, n_heads, d_k) but not transposed to (batch, n_heads, len, d_k): "
-    "attention then runs over the n_heads axis, mixing the heads of ONE position, instead of over the sequence. "
-    "Add .transpose(1, 2) after the view (and undo it before merging)")
+    "attention then runs over the n_heads axis, mixing the heads of ONE position, instead of over the sequence "
+    "(however they are merged back). Add .transpose(1, 2) after the view (and undo it before merging)")
+SPLIT_D_K_MAJOR = Mistake(
+    "split-d-k-major",
+    "the heads were split d_k-major (view(batch, len, d_k, n_heads)): head i then takes every n_heads-th feature "
+    "instead of the d_k features [i*d_k, (i+1)*d_k) that W_i^Q, W_i^K, W_i^V give it. Split with view(batch, "
+    "len, n_heads, d_k), then transpose(1, 2)")
 SCALED_BY_D_MODEL = Mistake(
     "scaled-by-sqrt-d-model",
     "the scores are divided by sqrt(d_model): each head works in d_k = d_model / n_heads dimensions, so "
     "scale by 1 / sqrt(d_k)")
+SCALED_TWICE = Mistake(
+    "scaled-twice",
+    "the scores are divided by d_k, not sqrt(d_k): the scale 1 / sqrt(d_k) was applied twice (to q and to k, or "
+    "to q before an attention that scales again). Scale the scores q k^T once")
+WRONG_SCALE = Mistake(
+    "scale-not-from-d-k",
+    "your weights are softmax(c q k^T) for a factor c that is not 1 / sqrt(d_k), nor one of the usual slips "
+    "(a number written in the code, such as the paper's sqrt(64)?): compute the scale from this module's d_k = "
+    "d_model // n_heads")
+SOFTMAX_OVER_HEADS = Mistake(
+    "softmax-over-heads",
+    "the softmax runs over the heads dimension (dim=1 of (batch, n_heads, q_len, k_len)): each query's weights "
+    "over the KEYS must sum to 1, softmax(scores, dim=-1)")
+KEY_VALUE_PROJECTIONS_SWAPPED = Mistake(
+    "key-value-projections-swapped",
+    "the keys are projected with w_v and the values with w_k: k = w_k(key), v = w_v(value) (w_k's weights are "
+    "the ones the keys are compared with, w_v's the ones averaged)")
+KEYS_VALUES_SWAPPED = Mistake(
+    "keys-values-swapped",
+    "the keys come from `value` and the values from `key`: k = w_k(key), v = w_v(value) (forward(query, key, "
+    "value, mask) takes them in that order)")
 MERGE_NO_TRANSPOSE = Mistake(
     "merge-wrong-order",
     "the heads were merged without moving them back next to d_k: (batch, n_heads, q_len, d_k) must be "
     "transposed to (batch, q_len, n_heads, d_k) before view(batch, q_len, d_model) (with .contiguous() "
     "or .reshape)")
 MERGE_D_K_MAJOR = Mistake(
-    "merge-wrong-order",
+    "merge-d-k-major",
     "the heads were concatenated in the wrong order: Concat(head_1, ..., head_h) puts head 1's d_k "
     "features first, then head 2's; yours interleaves them. Use out.transpose(1, 2) (to (batch, q_len, "
     "n_heads, d_k)), then view(batch, q_len, d_model)")
+HEADS_OUT_OF_ORDER = Mistake(
+    "heads-out-of-order",
+    "the heads are right but concatenated in another order than Concat(head_1, ..., head_h): head i's d_k "
+    "features go to columns [i*d_k, (i+1)*d_k), the order in which the split took them from w_q, w_k, w_v")
 NO_OUTPUT_PROJECTION = Mistake(
     "missing-output-projection",
     "the output projection is missing: after concatenating the heads, apply w_o (MultiHead = Concat(...) W^O)")
@@ -59,6 +102,12 @@ MASK_FROM_FIRST_BATCH = Mistake(
     "mask-from-first-batch",
     "every batch element was given the mask of batch element 0 (mask[0] or mask[:1]): a padding mask "
     "(batch, 1, 1, k_len) is different for each sequence; pass it on whole, it broadcasts over the heads")
+MASK_UNSQUEEZED = Mistake(
+    "mask-unsqueezed",
+    "the mask was given one more dimension (mask.unsqueeze(1), the Annotated Transformer's step for its (batch, "
+    "1, k_len) masks): ours are already (batch, 1, 1, k_len) or (q_len, k_len) and broadcast over the heads as "
+    "they are; a 5-dim mask makes the scores (batch, batch, n_heads, q_len, k_len), every sequence's scores "
+    "under every sequence's mask. Pass the mask on unchanged")
 VALUE_FROM_KEY = Mistake(
     "value-from-key",
     "the values were projected from `key` instead of `value`: v = w_v(value)")
@@ -66,9 +115,41 @@ NO_VALUE_ERROR = Mistake(
     "no-value-error",
     "d_model not divisible by n_heads must raise ValueError in __init__ (d_k = d_model / n_heads has to be "
     "a whole number): if d_model % n_heads: raise ValueError(...)")
+WEIGHTS_AFTER_DROPOUT = Mistake(
+    "weights-after-dropout",
+    "attn_weights holds the weights after dropout (some zeroed, the rest scaled by 1 / (1 - p)): keep the "
+    "weights before dropout in self.attn_weights, and use the dropped ones only to average the values")
+DROPOUT_ON_OUTPUT = Mistake(
+    "dropout-on-output",
+    "dropout zeroes elements of the attention's output (the heads' outputs, or the module's output), not "
+    "attention weights: drop the weights, dropout(weights) @ v, so that a query loses whole keys")
+
+# ---- localisation, when no classic mistake matches ----------------------------------------------------------
+
+FAULT_IN_INPUTS = Mistake(
+    "fault-in-projection-inputs",
+    "localised: recording what w_q, w_k and w_v were called with, one of them was not given its own argument "
+    "(w_q must project `query`, w_k `key`, w_v `value`): look at what you pass to each projection")
+FAULT_IN_WEIGHTS = Mistake(
+    "fault-in-weights",
+    "localised: w_q, w_k and w_v were given the right inputs, but your attn_weights differ from the weights "
+    "computed from what YOUR w_q and w_k returned (each split into heads, scores q k^T / sqrt(d_k), the mask's "
+    "blocked keys removed, softmax over the keys): look at that path (which outputs become q and k, their split, "
+    "the scores, the scale, the mask, the softmax)")
+FAULT_IN_VALUES = Mistake(
+    "fault-in-values",
+    "localised: your attn_weights are right, but what w_o receives is not them averaging YOUR w_v output "
+    "(split into heads, weights @ v, heads concatenated head 1 first): look at the split of v, the product with "
+    "the weights, or the merge")
+FAULT_IN_OUTPUT = Mistake(
+    "fault-in-output",
+    "localised: everything up to w_o is right, but your module's output is not what w_o returned: return "
+    "w_o(concatenated heads) as it is (nothing added after it, such as a residual or a norm)")
 
 D_MODEL, N_HEADS = 12, 3  # d_k = 4
 NAMES = ("w_q", "w_k", "w_v", "w_o")
+MIN_SCALE_EQUATIONS = 4  # independent log-ratios of weights a fitted scale must explain
+STAGE_RTOL, STAGE_ATOL = 1e-4, 1e-5  # a stage recomputed here in another order of operations still matches
 
 
 # ---- the built-in, with its weights in the student's layout -------------------------------------------
@@ -126,14 +207,9 @@ def torch_forward(ref, query, key, value, mask=None):
 
 # ---- models of the student's module, right or wrong ---------------------------------------------------
 
-def identity_weights(q, k, mask, scale=None):
-    k_len = k.size(-2)
-    eye = torch.eye(k_len, dtype=q.dtype, device=q.device).expand(*k.shape[:-1], k_len)
-    return F.scaled_dot_product_attention(q, k, eye, attn_mask=mask, scale=scale)
-
-
 def model(state, n_heads, query, key, value, mask=None, *, split="ok", merge="ok", w_o=True, mask_first=False,
-          value_from_key=False, scale_d_model=False):
+          value_from_key=False, swap_key_value=False, swap_projections=False, scale=None, softmax_dim=-1,
+          mask_unsqueezed=False):
     """Multi-head attention from `state`, or one of its classic mistakes: (output, weights)."""
     b, d_model = query.size(0), query.size(-1)
     d_k = d_model // n_heads
@@ -146,15 +222,24 @@ def model(state, n_heads, query, key, value, mask=None, *, split="ok", merge="ok
             return t.reshape(b, n_heads, -1, d_k)
         if split == "no-head-axis":  # (batch, len, n_heads, d_k): attention over the heads of each position
             return t.reshape(b, -1, n_heads, d_k)
+        if split == "d_k-major":  # head i takes features i, i + n_heads, ...
+            return t.reshape(b, -1, d_k, n_heads).permute(0, 3, 1, 2)
         return t.reshape(b, -1, n_heads, d_k).transpose(1, 2)
 
-    q, k = heads(project("w_q", query)), heads(project("w_k", key))
-    v = heads(project("w_v", key if value_from_key else value))
-    if mask is not None and mask_first:
-        mask = torch.broadcast_to(mask, (b, n_heads, q.size(-2), k.size(-2)))[:1]
-    scale = d_model**-0.5 if scale_d_model else None
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)  # (b, h, q_len, d_k)
-    weights = identity_weights(q, k, mask, scale)
+    if swap_key_value:
+        key, value = value, key
+    w_k, w_v = ("w_v", "w_k") if swap_projections else ("w_k", "w_v")
+    q, k = heads(project("w_q", query)), heads(project(w_k, key))
+    v = heads(project(w_v, key if value_from_key else value))
+    scores = q @ k.transpose(-2, -1) * (d_k**-0.5 if scale is None else scale)
+    if mask is not None:
+        if mask_first:
+            mask = torch.broadcast_to(mask, (b, n_heads, q.size(-2), k.size(-2)))[:1]
+        if mask_unsqueezed:
+            mask = mask.unsqueeze(1)
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=softmax_dim)
+    out = weights @ v  # (b, h, q_len, d_k)
     if merge == "no-transpose":
         out = out.reshape(b, -1, d_model)
     elif merge == "d_k-major":
@@ -164,30 +249,127 @@ def model(state, n_heads, query, key, value, mask=None, *, split="ok", merge="ok
     return (project("w_o", out) if w_o else out), weights
 
 
-def mistakes_for(state, n_heads, query, key, value, mask=None, *, part=0) -> dict:
-    """What each classic mistake gives on this input: part 0 the output, part 1 the weights."""
+def fitted_scale(state, n_heads, query, key, weights) -> float:
+    """The factor c for which `weights` (the student's attn_weights) are closest to softmax(c q k^T), q and k
+    split as they should be: least squares on the log-weights, each row centred (the softmax's shift). Only
+    where the rows give several equations for c (a single row of two keys fits any weights exactly)."""
+    b, d_k = query.size(0), query.size(-1) // n_heads
+    q, k = (F.linear(t, state[f"{name}.weight"], state[f"{name}.bias"]).reshape(b, -1, n_heads, d_k).transpose(1, 2)
+            for name, t in (("w_q", query), ("w_k", key)))
+    raw = q @ k.transpose(-2, -1)
+    if weights.shape != raw.shape:
+        raise ValueError("the weights are not (batch, n_heads, q_len, k_len)")
+    kept = weights > 0
+    logs = torch.where(kept, weights.to(raw.dtype).log(), 0.0)
+    rows = kept.sum(-1, keepdim=True).clamp_min(1)
+    if int((rows - 1).sum()) < MIN_SCALE_EQUATIONS:
+        raise ValueError("too few weights to tell a scale")
+    centred_log = torch.where(kept, logs - logs.sum(-1, keepdim=True) / rows, 0.0)
+    centred_raw = torch.where(kept, raw - torch.where(kept, raw, 0.0).sum(-1, keepdim=True) / rows, 0.0)
+    return float((centred_log * centred_raw).sum() / (centred_raw * centred_raw).sum())
+
+
+def mistakes_for(state, n_heads, query, key, value, mask=None, *, part=0, weights_seen=None) -> dict:
+    """What each classic mistake gives on this input: part 0 the output, part 1 the weights. `weights_seen`,
+    a function giving the student's attn_weights, lets a scale read off them be tried."""
+    d_k = query.size(-1) // n_heads
+
     def m(**kw):
         return lambda: model(state, n_heads, query, key, value, mask, **kw)[part]
-    found = {SPLIT_NO_TRANSPOSE: m(split="no-transpose", merge="no-transpose"),
-             SCALED_BY_D_MODEL: m(scale_d_model=True)}
-    if part == 0:  # (the weights do not depend on how the heads are merged)
+
+    @functools.cache
+    def heads():  # (batch, n_heads, q_len, d_k), computed once for every order tried
+        concat = model(state, n_heads, query, key, value, mask, w_o=False)[0]  # (batch, q_len, d_model)
+        return concat.unflatten(-1, (n_heads, d_k)).transpose(1, 2)
+
+    def in_order(order):
+        return lambda: F.linear(heads()[:, list(order)].transpose(1, 2).flatten(-2), state["w_o.weight"],
+                                state["w_o.bias"])
+
+    def fitted(**kw):
+        def compute():
+            c = fitted_scale(state, n_heads, query, key, weights_seen())
+            if any(math.isclose(c, usual, rel_tol=1e-3) for usual in (d_k**-0.5, query.size(-1)**-0.5, 1 / d_k)):
+                raise ValueError("a scale a named mistake (or the reference) uses")
+            return model(state, n_heads, query, key, value, mask, scale=c, **kw)[part]
+        return compute
+
+    found = {  # Without the transpose the split's output comes back (batch, len, n_heads, d_k), merged either way.
+        SPLIT_NO_TRANSPOSE: (m(split="no-transpose", merge="no-transpose"), m(split="no-transpose")),
+        SPLIT_NO_HEAD_AXIS: (m(split="no-head-axis", merge="no-transpose"), m(split="no-head-axis")),
+        SPLIT_D_K_MAJOR: (m(split="d_k-major"), m(split="d_k-major", merge="d_k-major")),
+        SCALED_BY_D_MODEL: (m(scale=query.size(-1)**-0.5),),
+        SCALED_TWICE: (m(scale=1 / d_k),),
+        SOFTMAX_OVER_HEADS: (m(softmax_dim=1),),
+        KEY_VALUE_PROJECTIONS_SWAPPED: (m(swap_projections=True),),
+    }
+    if weights_seen is not None:
+        found[WRONG_SCALE] = (fitted(),)
+    if value is not key:
+        found[KEYS_VALUES_SWAPPED] = (m(swap_key_value=True),)
+    if part == 0:  # (the weights do not depend on the values nor on how the heads are merged)
         found |= {
-            # Without the transpose the heads' attention is over n_heads "positions": the output comes back as
-            # (batch, len, n_heads, d_k), merged either way.
-            SPLIT_NO_HEAD_AXIS: m(split="no-head-axis", merge="no-transpose"),
-            Mistake(SPLIT_NO_HEAD_AXIS.id, SPLIT_NO_HEAD_AXIS.explanation + " (and merged with a transpose)"):
-                m(split="no-head-axis"),
-            Mistake(SPLIT_NO_TRANSPOSE.id, SPLIT_NO_TRANSPOSE.explanation + " (and merged back with a transpose)"):
-                m(split="no-transpose"),
-            MERGE_NO_TRANSPOSE: m(merge="no-transpose"),
-            MERGE_D_K_MAJOR: m(merge="d_k-major"),
-            NO_OUTPUT_PROJECTION: m(w_o=False),
+            MERGE_NO_TRANSPOSE: (m(merge="no-transpose"),),
+            MERGE_D_K_MAJOR: (m(merge="d_k-major"),),
+            HEADS_OUT_OF_ORDER: tuple(in_order(order) for order in itertools.permutations(range(n_heads))
+                                      if list(order) != sorted(order)),
+            NO_OUTPUT_PROJECTION: (m(w_o=False),),
         }
         if value is not key:
-            found[VALUE_FROM_KEY] = m(value_from_key=True)
+            found[VALUE_FROM_KEY] = (m(value_from_key=True),)
     if mask is not None and mask.dim() == 4 and mask.size(0) > 1:
-        found[MASK_FROM_FIRST_BATCH] = m(mask_first=True)
+        found[MASK_FROM_FIRST_BATCH] = (m(mask_first=True),)
+    if mask is not None:
+        found[MASK_UNSQUEEZED] = (m(mask_unsqueezed=True),)
     return found
+
+
+def assert_close(actual, expected, **kwargs):
+    """The toolkit's assert_close, except that a failure matching the models of several mistakes names none: on
+    this input those models coincide (a scale by 1/d_k is one by 1/sqrt(d_model) when d_k = n_heads, any split is
+    right for one position), so it cannot tell which was made; the other checks' inputs can."""
+    try:
+        toolkit_assert_close(actual, expected, **kwargs)
+    except CheckFailed as failure:
+        if len({mistake.id for mistake in failure.mistakes}) > 1:
+            raise CheckFailed(str(failure), ()) from None
+        raise
+
+
+def stages(mine, n_heads, query, key, value, mask=None):
+    """Localisation by stages, for a failure no classic mistake matched: the module runs again with w_q, w_k,
+    w_v and w_o recorded (`recorded`), and each stage is compared with the reference's computed on the
+    student's own values from the stage before (an error upstream does not cascade): the projections' inputs,
+    the weights from the recorded q and k, what w_o receives from those weights and the recorded v, and the
+    output as w_o gave it. The first stage that differs is at fault; an incomplete trace (a projection not
+    called as a module, or called twice) says nothing."""
+    def find():
+        with recorded(mine, NAMES) as calls:
+            out = call(mine, query, key, value, mask)
+        seen = once_each(calls, NAMES)
+        weights = mine.attn_weights
+        if seen is None or not isinstance(weights, torch.Tensor):
+            return ()
+        for name, argument in (("w_q", query), ("w_k", key), ("w_v", value)):
+            if not is_close(bound(seen[name], ("input",))[0], argument, rtol=0.0, atol=0.0):
+                return (FAULT_IN_INPUTS,)
+
+        def split(t):  # (batch, len, d_model) -> (batch, n_heads, len, d_k)
+            return t.unflatten(-1, (n_heads, -1)).transpose(1, 2)
+
+        q, k, v = (split(seen[name].output.detach()) for name in ("w_q", "w_k", "w_v"))
+        scores = q @ k.transpose(-2, -1) * q.size(-1)**-0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        if not is_close(weights, torch.softmax(scores, dim=-1), rtol=STAGE_RTOL, atol=STAGE_ATOL):
+            return (FAULT_IN_WEIGHTS,)
+        concat = (weights @ v).transpose(1, 2).flatten(-2)  # (batch, q_len, d_model)
+        if not is_close(bound(seen["w_o"], ("input",))[0], concat, rtol=STAGE_RTOL, atol=STAGE_ATOL):
+            return (FAULT_IN_VALUES,)
+        if not is_close(out, seen["w_o"].output, rtol=0.0, atol=0.0):
+            return (FAULT_IN_OUTPUT,)
+        return ()
+    return find
 
 
 # ---- inputs ----------------------------------------------------------------------------------------------
@@ -216,7 +398,9 @@ def compare(student, device, dtype, cases, title):
         out = call(mine, query, key, value, mask)
         expected, _ = torch_forward(ref, query, key, value, mask)
         assert_close(out, expected, what=f"nn.MultiheadAttention ({title})", context=context,
-                     mistakes=mistakes_for(state, N_HEADS, query, key, value, mask))
+                     mistakes=mistakes_for(state, N_HEADS, query, key, value, mask,
+                                           weights_seen=lambda: mine.attn_weights),
+                     localise=stages(mine, N_HEADS, query, key, value, mask))
 
 
 # ---- the module's shape ------------------------------------------------------------------------------------
@@ -329,12 +513,15 @@ def test_attn_weights(student, device):
         fail(f"after forward, attn_weights should hold that call's weights (batch, heads, q_len, k_len), got "
              f"{remote.type_name(weights)}")
     if tuple(weights.shape) != (2, N_HEADS, 3, 5):
+        unsqueezed = is_close(weights, model(state, N_HEADS, query, memory, memory, mask, mask_unsqueezed=True)[1])
         fail(f"attn_weights should be (batch, heads, q_len, k_len) = (2, {N_HEADS}, 3, 5), got "
-             f"{tuple(weights.shape)} for {context}")
+             f"{tuple(weights.shape)} for {context}", *((MASK_UNSQUEEZED,) if unsqueezed else ()))
     _, expected = torch_forward(ref, query, memory, memory, mask)
     assert_close(weights, expected, name="attn_weights",
                  what="nn.MultiheadAttention's weights (need_weights=True, average_attn_weights=False)",
-                 context=context, mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask, part=1))
+                 context=context, mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask, part=1,
+                                                        weights_seen=lambda: weights),
+                 localise=stages(mine, N_HEADS, query, memory, memory, mask))
 
 
 @st.composite
@@ -365,10 +552,15 @@ def test_any_shape(student, inputs):
     context = (f"d_model {d_model}, n_heads {n_heads}, query {describe(query)}, "
                + (f"key = value {describe(key)}" if cross else "self-attention") + f", mask: {kind}"
                + (f" (lengths {lengths})" if kind == "padding" else ""))
+    named = final_example()  # the mistakes are looked for in the example reported, not in those tried shrinking
     assert_close(out, expected, what="nn.MultiheadAttention", context=context,
-                 mistakes=mistakes_for(state, n_heads, query, key, key, mask))
-    assert_close(mine.attn_weights, weights, name="attn_weights", what="nn.MultiheadAttention's weights",
-                 context=context, mistakes=mistakes_for(state, n_heads, query, key, key, mask, part=1))
+                 mistakes=mistakes_for(state, n_heads, query, key, key, mask,
+                                       weights_seen=lambda: mine.attn_weights) if named else None,
+                 localise=stages(mine, n_heads, query, key, key, mask) if named else None)
+    seen = mine.attn_weights
+    assert_close(seen, weights, name="attn_weights", what="nn.MultiheadAttention's weights", context=context,
+                 mistakes=mistakes_for(state, n_heads, query, key, key, mask, part=1,
+                                       weights_seen=lambda: seen) if named else None)
 
 
 def test_gradients_match_torch(student, device, dtype):
@@ -387,7 +579,9 @@ def test_gradients_match_torch(student, device, dtype):
             # The gradients of a wrong forward are wrong too: say what is wrong with the forward first.
             assert_close(out, torch_forward(ref, query, memory, memory, mask)[0],
                          what="nn.MultiheadAttention", context=context,
-                         mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask))
+                         mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask,
+                                               weights_seen=lambda: mine.attn_weights),
+                         localise=stages(mine, N_HEADS, query, memory, memory, mask))
             if not out.requires_grad:
                 fail("the output is not connected to the inputs and weights through autograd")
         else:
@@ -462,6 +656,42 @@ def test_dropout(student, device):
              "the dropout probability is not used (apply nn.Dropout(dropout) to the attention weights)")
 
 
+def test_dropout_on_the_weights(student, device):
+    """In train mode attn_weights holds the weights before dropout; dropout drops weights, not the heads' outputs"""
+    p = 0.5
+    mine, _, state = make_pair(student, device, torch.float64, dropout=p)
+    # w_o the identity: the output is then the concatenated heads, Concat(dropout(weights_i) @ v_i).
+    state |= {"w_o.weight": torch.eye(D_MODEL, device=device, dtype=torch.float64),
+              "w_o.bias": torch.zeros(D_MODEL, device=device, dtype=torch.float64)}
+    mine.load_state_dict(state, strict=True)
+    x = torch.randn(2, 4, D_MODEL, device=device, dtype=torch.float64)
+    context = (f"MultiHeadAttention(d_model, n_heads, dropout={p}), self-attention on x (2, 4, d_model), w_o set to "
+               "the identity (so the output is the concatenated heads)")
+    heads, weights = model(state, N_HEADS, x, x, x, w_o=False)  # (2, 4, d_model), (2, n_heads, 4, 4)
+    # In eval mode first: a mistake that is not dropout's is named there.
+    assert_close(call(mine, x, x, x), heads, what="the concatenated heads", context=f"{context}, in eval mode",
+                 mistakes=mistakes_for(state, N_HEADS, x, x, x, weights_seen=lambda: mine.attn_weights))
+    mine.train()
+    context += ", in train mode"
+    out = call(mine, x, x, x)
+    seen = mine.attn_weights
+    assert_close(seen, weights, name="attn_weights", what="the weights before dropout", context=context,
+                 mistakes={WEIGHTS_AFTER_DROPOUT: lambda: torch.where(seen == 0, 0.0, weights / (1 - p))})
+    # Each query's output must be some dropout of its weights: each weight zeroed or scaled by 1 / (1 - p), all
+    # 2^k_len ways tried.
+    v = F.linear(x, state["w_v.weight"], state["w_v.bias"]).unflatten(-1, (N_HEADS, -1)).transpose(1, 2)
+    keep = torch.tensor(list(itertools.product((0.0, 1.0), repeat=4)), device=device, dtype=torch.float64)
+    outcomes = torch.einsum("mk,bhqk,bhkd->bhqmd", keep, weights / (1 - p), v)  # (2, n_heads, 4, 16, d_k)
+    got = out.detach().unflatten(-1, (N_HEADS, -1)).transpose(1, 2)  # (2, n_heads, 4, d_k)
+    explained = ((outcomes - got.unsqueeze(-2)).abs() <= 1e-9 + 1e-7 * outcomes.abs()).all(-1).any(-1)
+    if not explained.all():
+        # Dropout on the output instead: each element zeroed or scaled by 1 / (1 - p).
+        on_output = is_close(out, torch.where(out == 0, 0.0, heads / (1 - p)))
+        fail(f"in train mode, {int((~explained).sum())} of {explained.numel()} (batch, head, query) outputs are "
+             "not their weights after any dropout, averaging the values (dropout(weights) @ v, each weight zeroed "
+             f"or scaled by 1 / (1 - p)), for {context}", *((DROPOUT_ON_OUTPUT,) if on_output else ()))
+
+
 HALF_TOLERANCE = {  # (rtol, atol): half-precision rounding through four projections and the softmax
     torch.float16: (1e-2, 1e-2),
     torch.bfloat16: (5e-2, 5e-2),
@@ -478,10 +708,10 @@ def test_half_precision(student, device, dtype):
     out = call(mine, x, x, x, mask)
     # The truth in float32 from the same (rounded) inputs and weights, then rounded once.
     ref.load_state_dict({k: v.to(dtype).float() for k, v in ref.state_dict().items()})
-    state32 = split_state(ref)
     expected, _ = torch_forward(ref, x.float(), x.float(), x.float(), mask)
     rtol, atol = HALF_TOLERANCE[dtype]
+    # No mistake is named here: within these tolerances the models of several mistakes (a scale by 1/d_k, by
+    # 1/sqrt(d_model), by a constant) match one another; the float32 and float64 checks tell them apart.
     assert_close(out, expected.to(dtype), what="nn.MultiheadAttention (computed in float32)",
-                 context=f"x {describe(x)}, causal and padding mask (2, 1, 5, 5)", rtol=rtol, atol=atol,
-                 mistakes=mistakes_for(state32, N_HEADS, x.float(), x.float(), x.float(), mask))
+                 context=f"x {describe(x)}, causal and padding mask (2, 1, 5, 5)", rtol=rtol, atol=atol)
 

@@ -9,9 +9,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import Mistake, assert_close, fail, remote
-from kata.toolkit.common import DROPOUT_IN_EVAL, check_gradients_equal, check_inputs_unchanged, check_output_like
+from kata.toolkit.common import (
+    DROPOUT_IN_EVAL,
+    check_gradients_equal,
+    check_inputs_unchanged,
+    check_output_like,
+    load_state,
+)
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.gradients import gradcheck
+from kata.toolkit.localise import once_each, recorded
 from kata.toolkit.properties import given, shapes, st, tensors
 
 ACT_MISSING = Mistake("activation-missing",
@@ -40,6 +47,41 @@ D_FF_IGNORED = Mistake("d-ff-ignored",
                        "the hidden layer must have d_ff units: linear_1 = nn.Linear(d_model, d_ff) and "
                        "linear_2 = nn.Linear(d_ff, d_model)")
 
+# ---- where the fault is, when no classic mistake matched: linear_1 and linear_2 traced in one eval forward ----
+
+TRACED = "linear_1 and linear_2, traced in one call of your FeedForward, show where: "
+FAULT_IN_INPUT = Mistake("fault-in-ffn-input",
+                         TRACED + "linear_1 did not receive x itself. FFN(x) = linear_2(relu(linear_1(x))): nothing "
+                         "comes before linear_1")
+FAULT_IN_HIDDEN = Mistake("fault-in-hidden-layer",
+                          TRACED + "linear_2 did not receive relu of linear_1's output. Between the two layers "
+                          "there is only torch.relu (and dropout, which is the identity in eval mode)")
+FAULT_IN_OUTPUT = Mistake("fault-in-ffn-output",
+                          TRACED + "linear_1 and linear_2 got the right inputs, but the module does not return "
+                          "linear_2's output as it is. FeedForward ends with linear_2: a residual or a norm "
+                          "belongs to the sub-layer around it (kata 9.6)")
+
+
+def traced_fault(module, x) -> tuple[Mistake, ...]:
+    """The first place where the student's own traced values stop following the formula: linear_1's input
+    against x, linear_2's input against relu of linear_1's traced output, the result against linear_2's traced
+    output (eval mode: dropout is the identity). Nothing where a layer was not called exactly once through its
+    module (F.linear on its weights, say), or where everything follows (the fault is then in the layers'
+    weights)."""
+    names = ("linear_1", "linear_2")
+    with recorded(module, names) as calls:
+        out = module(x)
+    each = once_each(calls, names)
+    if each is None or not all(each[n].args for n in names):
+        return ()
+    into_1, out_1, into_2, out_2 = (each["linear_1"].args[0], each["linear_1"].output, each["linear_2"].args[0],
+                                    each["linear_2"].output)
+    if not is_close(into_1, x):
+        return (FAULT_IN_INPUT,)
+    if not is_close(into_2, torch.relu(out_1)):
+        return (FAULT_IN_HIDDEN,)
+    return (FAULT_IN_OUTPUT,) if not is_close(out, out_2) else ()
+
 
 def reference_ffn(d_model, d_ff, dropout=0.0):
     """PyTorch's own layers in the paper's order: Linear, ReLU, Dropout, Linear."""
@@ -64,7 +106,7 @@ def build(student, d_model, d_ff, dropout=None):
 
 def load(module, state: dict, d_model: int, d_ff: int) -> None:
     try:
-        module.load_state_dict(state, strict=True)
+        load_state(module, state)
     except NotImplementedError:
         raise
     except RuntimeError as exc:
@@ -153,7 +195,8 @@ def test_matches_torch_layers(student, device, dtype):
         x = torch.randn(shape, device=device, dtype=dtype)
         with torch.no_grad():
             assert_close(call(module, x), ref(x), what="linear_2(relu(linear_1(x)))",
-                         context=f"FeedForward({shape[-1]}, {d_ff}), x {describe(x)}", mistakes=mistakes_for(x, ref))
+                         context=f"FeedForward({shape[-1]}, {d_ff}), x {describe(x)}", mistakes=mistakes_for(x, ref),
+                         localise=lambda module=module, x=x: traced_fault(module, x))
 
 
 def test_default_dropout_is_zero(student, device, dtype):
@@ -256,7 +299,7 @@ def test_no_dropout_in_eval(student, device, dtype):
                  DROPOUT_IN_EVAL)
         assert_close(first, ref(x), what="linear_2(relu(linear_1(x))) without dropout",
                      context=f"FeedForward(8, 32, dropout=0.5) in eval mode, x {describe(x)}",
-                     mistakes=mistakes_for(x, ref))
+                     mistakes=mistakes_for(x, ref), localise=lambda: traced_fault(module, x))
 
 
 @given(data=st.data())
@@ -272,7 +315,7 @@ def test_position_wise(student, data):
     with torch.no_grad():
         out = call(module, x)
         assert_close(out, ref(x), what="linear_2(relu(linear_1(x)))", context=f"x {describe(x)}",
-                     mistakes=mistakes_for(x, ref))
+                     mistakes=mistakes_for(x, ref), localise=lambda: traced_fault(module, x))
         assert_close(call(module, x[:, perm]), out[:, perm], name="FeedForward(x[:, perm])",
                      what="FeedForward(x)[:, perm]", context=context)
         for t in range(seq):
@@ -371,4 +414,4 @@ def test_half_precision_forward(student, device, dtype):
     rtol, atol = HALF_TOLERANCE[dtype]
     with torch.no_grad():
         assert_close(call(module, x), ref(x), what="linear_2(relu(linear_1(x)))", context=f"x {describe(x)}",
-                     rtol=rtol, atol=atol, mistakes=mistakes_for(x, ref))
+                     rtol=rtol, atol=atol, mistakes=mistakes_for(x, ref), localise=lambda: traced_fault(module, x))

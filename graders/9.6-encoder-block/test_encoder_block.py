@@ -14,6 +14,7 @@ block or parameter shared by two layers is recognised with `remote.same` (one ob
 `is` or `id`. The base model's block is counted on torch's meta device there (shapes only).
 """
 
+import contextlib
 import re
 
 import pytest
@@ -30,6 +31,17 @@ from kata.toolkit.common import (
 )
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.gradients import gradcheck
+from kata.toolkit.localise import (
+    bound,
+    fault_in,
+    first_miswired,
+    localise,
+    once_each,
+    recorded,
+    reference_part,
+    rewired,
+    swapped,
+)
 from kata.toolkit.properties import given, st
 from kata.toolkit.torch_layers import (
     WeightMappingError,
@@ -84,6 +96,56 @@ ATTENTION_ARGUMENTS = Mistake("attention-arguments",
 TORCH_LAYER_NORM = Mistake("torch-layer-norm",
                            "the norms are torch's nn.LayerNorm (parameters weight and bias): use LayerNorm from kata "
                            "9.2, whose parameters are gamma and beta, as the contract says")
+
+MASK_INVERTED = Mistake("mask-inverted",
+                        "the mask is used in the opposite convention (True = blocked, as nn.Transformer's masks are): "
+                        "in this course True means 'may attend', and the block passes the mask on as it comes")
+NORM_REUSED = Mistake("norm-reused",
+                      "one norm serves both sub-layers: norm_1 belongs to the self-attention sub-layer, norm_2 to the "
+                      "feed-forward one (each has its own gamma and beta)")
+
+# Localisation (kata.toolkit.localise): said only when no classic mistake above matched, on the failing input.
+FAULT_IN_SELF_ATTN = fault_in("fault-in-self-attention", "MultiHeadAttention (kata 9.4)", "self_attn", "block")
+FAULT_IN_FFN = fault_in("fault-in-feed-forward", "FeedForward (kata 9.5)", "ffn", "block")
+FAULT_IN_NORM = Mistake("fault-in-norm",
+                        "with the reference LayerNorm(d_model) (kata 9.2) in place of your norm, holding its gamma "
+                        "and beta, your module matches: look at how you build that norm (its class, or its eps)")
+FAULT_IN_BLOCK = Mistake("fault-in-encoder-block",
+                         "with the reference EncoderBlock (holding your weights) in place of each of your blocks, "
+                         "your Encoder matches: look at the blocks your Encoder builds (EncoderBlock)")
+FAULT_IN_WIRING = Mistake("fault-in-wiring",
+                          "with the reference MultiHeadAttention, FeedForward and LayerNorms in place of yours "
+                          "(holding your weights), your block still differs: look at how EncoderBlock.forward wires "
+                          "them (post-norm: norm(x + Dropout(Sublayer(x))), pre-norm: x + Dropout(Sublayer(norm(x))))")
+ENCODER_WIRING = Mistake(FAULT_IN_WIRING.id,
+                         "with the reference EncoderBlock in place of each of your blocks and the reference final norm "
+                         "(holding your weights), your Encoder still differs: look at Encoder.forward, which runs its "
+                         "blocks in order with the same mask, then its norm, and nothing else")
+TRACED = "your sub-layers' inputs and outputs, recorded in one call of your {what}, show where: "
+# Where the trace finds the first sub-layer fed otherwise than the docstring's wiring feeds it (from your own
+# recorded values), for (norm_first, sub-layer); "output" is what the block returns.
+MISWIRED = {
+    (False, "self_attn"): "self_attn is not called as self_attn(x, x, x, mask), with the block's input x and the "
+                          "mask as given",
+    (False, "norm_1"): "norm_1 does not get x + self_attn(x, x, x, mask), the residual sum around self-attention",
+    (False, "ffn"): "ffn does not get norm_1's output (the attention sub-layer's result)",
+    (False, "norm_2"): "norm_2 does not get h + ffn(h), h being norm_1's output: the residual sum around the "
+                       "feed-forward network",
+    (False, "output"): "the block does not return norm_2's output",
+    (True, "norm_1"): "norm_1 does not get the block's input x",
+    (True, "self_attn"): "self_attn is not called as self_attn(h, h, h, mask), with h = norm_1(x) and the mask as "
+                         "given",
+    (True, "norm_2"): "norm_2 does not get h = x + self_attn(...), the residual sum after self-attention",
+    (True, "ffn"): "ffn does not get norm_2's output",
+    (True, "output"): "the block does not return h + ffn(norm_2(h)), the residual sum after the feed-forward network",
+}
+ENCODER_MISWIRED = {
+    "first": "Encoder.forward does not give its first block the input x and the mask as they came",
+    "layers": "Encoder.forward does not give each block the previous block's output and the same mask",
+    "norm": "Encoder.forward does not give its norm the last block's output",
+    "output": "Encoder.forward does not return its norm's output: it runs its blocks in order with the same mask, "
+              "then its norm, and nothing else",
+}
 
 ERROR_PATTERNS = [
     ErrorPattern(ATTENTION_ARGUMENTS, message=r"forward\(\) missing \d required positional argument"
@@ -196,32 +258,176 @@ def block_mistakes(ref, x, mask, *, norm_first) -> dict:
         Mistake(MISSING_RESIDUAL.id, MISSING_RESIDUAL.explanation + " (around the feed-forward network)"):
             run(residual=(True, False)),
         NORMS_SWAPPED: run(norms=("norm_2", "norm_1")),
+        NORM_REUSED: run(norms=("norm_1", "norm_1")),
     }
     if mask is not None and not bool(mask.all()):  # ignoring a mask that blocks nothing changes nothing
         found[MASK_IGNORED] = run(mask=None)
+        found[MASK_INVERTED] = run(mask=~mask)
     return found
 
 
 def encoder_mistakes(ref, x, mask, *, norm_first) -> dict:
     """What each classic mistake of the stack outputs on this input, with these weights."""
-    def run(mask=mask, norm_first=norm_first, residual=(True, True), final_norm=True):
+    def run(mask=mask, norm_first=norm_first, residual=(True, True), norms=("norm_1", "norm_2"), final_norm=True):
         def compute():
             with torch.no_grad():
                 h = x
                 for layer in ref.layers:
-                    h = block_variant(layer, h, mask, norm_first=norm_first, residual=residual)
+                    h = block_variant(layer, h, mask, norm_first=norm_first, residual=residual, norms=norms)
                 return ref.norm(h) if final_norm else h
         return compute
 
     found = {
         (POST_FOR_PRE if norm_first else PRE_FOR_POST): run(norm_first=not norm_first),
         MISSING_RESIDUAL: run(residual=(False, False)),
+        NORMS_SWAPPED: run(norms=("norm_2", "norm_1")),
+        NORM_REUSED: run(norms=("norm_1", "norm_1")),
     }
     if norm_first:
         found[MISSING_FINAL_NORM] = run(final_norm=False)
     if mask is not None and not bool(mask.all()):  # ignoring a mask that blocks nothing changes nothing
         found[MASK_IGNORED] = run(mask=None)
+        found[MASK_INVERTED] = run(mask=~mask)
     return found
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Localisation: which part is at fault when no classic mistake matched (kata.toolkit.localise)
+
+
+def _told(mistake: Mistake, detail: str) -> Mistake:
+    return Mistake(mistake.id, f"{mistake.explanation} ({detail})")
+
+
+def _reference_swap(block, name, slug, build):
+    """Enters the swap of the student's `block.name` for the reference part `build(kata.earlier.<slug>)` built in
+    the student's process, holding the student's part's state."""
+    def swap():
+        return swapped(block, name, reference_part(getattr(block, name), build(remote.earlier(slug))))
+    return swap
+
+
+def block_parts(block, d_model, n_heads, d_ff) -> dict:
+    """Each part of the student's block -> the swap that puts the reference's in its place."""
+    parts = {
+        FAULT_IN_SELF_ATTN: _reference_swap(block, "self_attn", "multi_head_attention",
+                                            lambda m: m.MultiHeadAttention(d_model, n_heads)),
+        FAULT_IN_FFN: _reference_swap(block, "ffn", "feed_forward", lambda m: m.FeedForward(d_model, d_ff)),
+    }
+    for name in ("norm_1", "norm_2"):
+        parts[_told(FAULT_IN_NORM, f"your {name}")] = _reference_swap(block, name, "layer_norm",
+                                                                      lambda m: m.LayerNorm(d_model))
+    return parts
+
+
+def _mask_as(mask, shape):
+    """A mask as the bool tensor of `shape` it stands for (None: nothing blocked); ValueError when it is not one
+    (a float mask, say: then the trace cannot compare masks and says nothing)."""
+    if mask is None:
+        return torch.ones(shape, dtype=torch.bool)
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise ValueError("not a bool mask")
+    return mask.cpu().expand(shape)
+
+
+def block_trace(block, x, mask, *, norm_first) -> tuple[Mistake, ...]:
+    """The first sub-layer the student's forward feeds otherwise than the docstring's wiring would, from the
+    student's own recorded values (so an earlier difference does not cascade); nothing when the trace is
+    incomplete (a sub-layer not called exactly once through __call__)."""
+    names = ("self_attn", "ffn", "norm_1", "norm_2")
+    with recorded(block, names) as calls:
+        out = block(x, mask)
+    c = once_each(calls, names)
+    if c is None:
+        return ()
+    a, f, n1, n2 = (c[n].output for n in ("self_attn", "ffn", "norm_1", "norm_2"))
+    query, key, value, given_mask = bound(c["self_attn"], ("query", "key", "value", "mask"))
+    scores = (x.shape[0], 1, x.shape[1], x.shape[1])
+    try:
+        masks = (_mask_as(given_mask, scores), _mask_as(mask, scores))
+    except (ValueError, RuntimeError):
+        return ()
+    h = n1 if norm_first else x  # what self-attention reads
+    attention = [("self_attn", query, h), ("self_attn", key, h), ("self_attn", value, h), ("self_attn", *masks)]
+    if norm_first:
+        feeds = [("norm_1", c["norm_1"].args[0], x), *attention, ("norm_2", c["norm_2"].args[0], x + a),
+                 ("ffn", c["ffn"].args[0], n2), ("output", out, x + a + f)]
+    else:
+        feeds = [*attention, ("norm_1", c["norm_1"].args[0], x + a), ("ffn", c["ffn"].args[0], n1),
+                 ("norm_2", c["norm_2"].args[0], n1 + f), ("output", out, n2)]
+    where = first_miswired(feeds)
+    return () if where is None else (Mistake(FAULT_IN_WIRING.id, TRACED.format(what="block")
+                                             + MISWIRED[norm_first, where]),)
+
+
+def localise_block(block, x, mask, expected, *, norm_first, sizes):
+    """What `kata.toolkit.localise` finds at fault in the student's block on this input (for assert_close)."""
+    return lambda: localise(lambda: block(x, mask), expected, block_parts(block, *sizes),
+                            wiring=lambda: block_trace(block, x, mask, norm_first=norm_first) or (FAULT_IN_WIRING,))
+
+
+def encoder_trace(encoder, x, mask) -> tuple[Mistake, ...]:
+    """The first place the student's Encoder.forward departs from "its blocks in order with the same mask, then
+    its norm, and nothing else", from its own recorded values; nothing when the trace is incomplete."""
+    n_layers = len(encoder.layers)
+    names = [f"layers.{i}" for i in range(n_layers)]
+    norm_called = not remote.is_a(encoder.norm, "Identity")  # an nn.Identity need not be called
+    with recorded(encoder, [*names, "norm"] if norm_called else names) as calls:
+        out = encoder(x, mask)
+    c = once_each(calls, [*names, "norm"] if norm_called else names)
+    if c is None:
+        return ()
+    scores = (x.shape[0], 1, x.shape[1], x.shape[1])
+    feeds = []
+    h = x
+    for i, name in enumerate(names):
+        given_x, given_mask = bound(c[name], ("x", "mask"))
+        try:
+            masks = (_mask_as(given_mask, scores), _mask_as(mask, scores))
+        except (ValueError, RuntimeError):
+            return ()
+        key = "first" if i == 0 else "layers"
+        feeds += [(key, given_x, h), (key, *masks)]
+        h = c[name].output
+    if norm_called:
+        feeds.append(("norm", c["norm"].args[0], h))
+        h = c["norm"].output
+    where = first_miswired([*feeds, ("output", out, h)])
+    return () if where is None else (Mistake(FAULT_IN_WIRING.id, TRACED.format(what="Encoder")
+                                             + ENCODER_MISWIRED[where]),)
+
+
+def _reference_block_forward(reference, layer, sizes, norm_first):
+    """The reference EncoderBlock holding the student's `layer`'s weights, as a function (lent to a hook)."""
+    state = named_parameters(layer)
+    first = next(iter(state.values()))
+    ref = reference.EncoderBlock(*sizes, dropout=0.0, norm_first=norm_first).to(device=first.device, dtype=first.dtype)
+    ref.load_state_dict({k: v.detach() for k, v in state.items()}, strict=True)
+    ref.eval()
+    return lambda x, mask=None: ref(x, mask).detach()
+
+
+def encoder_parts(reference, encoder, sizes, *, norm_first) -> dict:
+    """The student's blocks (all at once) and final norm -> the swap that puts the reference's in their place."""
+    @contextlib.contextmanager
+    def blocks():
+        with contextlib.ExitStack() as stack:
+            for layer in encoder.layers:
+                stack.enter_context(rewired(layer, _reference_block_forward(reference, layer, sizes, norm_first)))
+            yield
+
+    parts = {FAULT_IN_BLOCK: blocks}
+    if norm_first:
+        parts[_told(FAULT_IN_NORM, "your Encoder's final norm")] = _reference_swap(
+            encoder, "norm", "layer_norm", lambda m: m.LayerNorm(sizes[0]))
+    return parts
+
+
+def localise_encoder(reference, encoder, x, mask, expected, *, norm_first, sizes):
+    """What `kata.toolkit.localise` finds at fault in the student's Encoder on this input (for assert_close)."""
+    return lambda: localise(lambda: encoder(x, mask), expected,
+                            encoder_parts(reference, encoder, sizes, norm_first=norm_first),
+                            wiring=lambda: encoder_trace(encoder, x, mask) or (ENCODER_WIRING,))
 
 
 def make_mask(kind, batch, seq, device, generator=None):
@@ -267,7 +473,9 @@ def _check_block_against_torch(student, reference, device, dtype, norm_first):
         out = _output(block(x, mask), x, context)
         expected = torch_encoder_forward(layer, x, mask, n_heads=n_heads)
         assert_close(out, expected.detach(), what="nn.TransformerEncoderLayer with your weights", context=context,
-                     mistakes=block_mistakes(ref, x, mask, norm_first=norm_first))
+                     mistakes=block_mistakes(ref, x, mask, norm_first=norm_first),
+                     localise=localise_block(block, x, mask, expected.detach(), norm_first=norm_first,
+                                             sizes=(d_model, n_heads, d_ff)))
 
 
 @pytest.mark.weight(2)
@@ -301,7 +509,36 @@ def test_encoder_matches_torch(student, reference, device, dtype):
         out = _output(encoder(x, mask), x, context)
         expected = torch_encoder_forward(stack, x, mask, n_heads=n_heads)
         assert_close(out, expected.detach(), what="nn.TransformerEncoder with your weights", context=context,
-                     mistakes=encoder_mistakes(ref, x, mask, norm_first=norm_first))
+                     mistakes=encoder_mistakes(ref, x, mask, norm_first=norm_first),
+                     localise=localise_encoder(reference, encoder, x, mask, expected.detach(), norm_first=norm_first,
+                                               sizes=(d_model, n_heads, d_ff)))
+
+
+def test_encoder_runs_its_blocks_then_its_norm(student, device):
+    """In train mode too, Encoder.forward runs its blocks in order with the same mask, then its norm, and nothing
+    else"""
+    # Pre-norm, whose final norm is a LayerNorm: "then its norm" is seen too. Dropout draws alike in the student's
+    # process when it is seeded alike before each of the two runs.
+    encoder = build_encoder(student, 2, 8, 2, 16, norm_first=True, device=device, dtype=torch.float64, dropout=0.5)
+    encoder.train()
+    x = torch.randn(3, 5, 8, device=device, dtype=torch.float64)
+    mask = make_mask("padding", 3, 5, device)
+    context = (f"Encoder(2, 8, 2, 16, dropout=0.5, norm_first=True) in train mode, x {describe(x)}, "
+               f"{_mask_text(mask)}, the same seed for both")
+    seed = int(torch.randint(2**31 - 1, ()))
+    remote.current().seed(seed)
+    out = _output(encoder(x, mask), x, context)
+
+    def blocks_then_norm(mask):
+        remote.current().seed(seed)
+        h = x
+        for layer in encoder.layers:
+            h = _output(layer(h, mask), x, context)
+        return _output(encoder.norm(h), x, context)
+
+    assert_close(out, blocks_then_norm(mask), what="your own blocks run in order with the mask, then your norm",
+                 context=context, mistakes={MASK_IGNORED: lambda: blocks_then_norm(None)},
+                 localise=lambda: encoder_trace(encoder, x, mask))
 
 
 @given(data=st.data())
@@ -336,7 +573,8 @@ def test_any_shape_matches_torch(student, reference, data):
         # left on in eval often changes nothing at all: none of them can be named.
         mistakes = block_mistakes(ref, x, mask, norm_first=norm_first) if norm_first or d_model > 2 else None
         assert_close(out, expected, what="nn.TransformerEncoderLayer with your weights", context=context,
-                     mistakes=mistakes)
+                     mistakes=mistakes, localise=localise_block(block, x, mask, expected, norm_first=norm_first,
+                                                                sizes=(d_model, n_heads, d_ff)) if mistakes else None)
 
 
 # ------------------------------------------------------------------------------------------------------------

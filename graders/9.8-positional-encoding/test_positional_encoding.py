@@ -40,6 +40,12 @@ EXPONENT_PER_DIM = Mistake("exponent-per-dimension",
 EXPONENT_SIGN = Mistake("exponent-sign",
                         "the frequencies grow instead of shrinking: the angle is pos / 10000^(2i / d_model), so "
                         "with exp/log it is pos * exp(-(2i) * ln(10000) / d_model); the minus sign is missing")
+FLOOR_DIVISION = Mistake("exponent-floor-division",
+                          "the exponent was computed with floor division (//), which rounds 2i / d_model (or "
+                          "ln(10000) / d_model) down to a whole number: divide with /, so that the frequencies "
+                          "1 / 10000^(2i / d_model) fall smoothly from 1 to 1/10000")
+OTHER_BASE = Mistake("wrong-base",
+                     "the frequencies use another base than the paper's 10000: w_i = 1 / 10000^(2i / d_model)")
 CONCATENATED = Mistake("sin-cos-concatenated",
                        "the sines fill the first half of the dimensions and the cosines the second half: the paper "
                        "INTERLEAVES them, sin in dimension 2i and cos in dimension 2i + 1 (pe[:, 0::2] and "
@@ -57,12 +63,23 @@ ALONG_BATCH = Mistake("positions-along-batch",
                       "the positions were taken along the batch dimension (pe[:x.size(0)], as in code written for "
                       "(seq, batch, d_model) inputs): inputs here are batch first, (batch, seq, d_model), so "
                       "position t is x[:, t] and the rows to add are pe[:x.size(1)]")
+PE_BATCH_DIM = Mistake("pe-has-batch-dimension",
+                       "the buffer pe has a leading batch dimension (the Annotated Transformer's pe.unsqueeze(0)): "
+                       "the contract's buffer is the (max_len, d_model) table itself; pe[:seq_len] broadcasts over "
+                       "the batch as it is")
 NOT_SCALED = Mistake("embedding-not-scaled",
                      "the embedding was not multiplied by sqrt(d_model): return embedding(tokens) * "
                      "math.sqrt(d_model)")
 SCALED_BY_D = Mistake("embedding-scaled-by-d-model",
                       "the embedding was multiplied by d_model: the paper's factor is its square root, "
                       "math.sqrt(d_model)")
+SCALE_ROUNDED = Mistake("embedding-scale-rounded",
+                        "the scale sqrt(d_model) was rounded to a whole number (int(), //, round() or "
+                        "math.isqrt): multiply by math.sqrt(d_model), a float (sqrt(12) is 3.46, not 3)")
+PADDING_IDX = Mistake("padding-idx-set",
+                      "the embedding was built with a padding_idx: that token's row then gets no gradient and is "
+                      "never learned. The contract's embedding is plain nn.Embedding(vocab_size, d_model): "
+                      "padding is the mask's business")
 DIVIDED = Mistake("embedding-divided-by-sqrt-d-model",
                   "the embedding was divided by sqrt(d_model): multiply by it (section 3.4)")
 PE_PARAMETER = Mistake("pe-is-parameter",
@@ -89,19 +106,31 @@ DROPOUT_BEFORE_ADD = Mistake("dropout-before-adding-positions",
 
 # ---- the formula, and the tables the classic mistakes build (float64) --------------------------------
 
-def angles(max_len, d_model, *, exponent="2i", start=0):
+def angles(max_len, d_model, *, exponent="2i", start=0, base=10000.0):
     """pos * w_i, (max_len, d_model // 2)."""
     pos = torch.arange(start, start + max_len, dtype=torch.float64)[:, None]
     i = torch.arange(d_model // 2, dtype=torch.float64)
     power = {"2i": 2 * i, "i": i}[exponent] / d_model
-    return pos / 10000.0 ** power
+    return pos / base ** power
 
 
-def table(max_len, d_model, mistake=None):
-    """The paper's table (mistake None) or the one a classic mistake builds, float64."""
+# The two floor divisions students write: 2i // d_model in the power (0 for every pair: every frequency is 1),
+# and the Annotated Transformer's -(ln(10000) // d_model) in exp (a whole number: 0 once d_model > 9, where the
+# two tables are the same and FLOOR_DIVISION itself speaks for both).
+FLOORED = (Mistake(FLOOR_DIVISION.id, FLOOR_DIVISION.explanation + " (yours: 2i // d_model, so every frequency is 1)"),
+           Mistake(FLOOR_DIVISION.id, FLOOR_DIVISION.explanation + " (yours: ln(10000) // d_model in the exponent)"))
+
+
+def table(max_len, d_model, mistake=None, *, base=10000.0):
+    """The paper's table (mistake None, base 10000) or the one a classic mistake builds, float64."""
     pe = torch.zeros(max_len, d_model, dtype=torch.float64)
     a = angles(max_len, d_model, exponent="i" if mistake is EXPONENT_I else "2i",
-               start=1 if mistake is STARTS_AT_ONE else 0)
+               start=1 if mistake is STARTS_AT_ONE else 0, base=base)
+    if mistake in (FLOOR_DIVISION, *FLOORED):
+        pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+        two_i = 2 * torch.arange(d_model // 2, dtype=torch.float64)
+        a = pos * (torch.exp(-two_i * (math.log(10000.0) // d_model)) if mistake is FLOORED[1]
+                   else torch.ones_like(two_i))
     if mistake is EXPONENT_SIGN:  # pos * 10000^(2i / d_model)
         a = torch.arange(max_len, dtype=torch.float64)[:, None] * 10000.0 ** (
             2 * torch.arange(d_model // 2, dtype=torch.float64) / d_model)
@@ -120,13 +149,42 @@ def table(max_len, d_model, mistake=None):
 TABLE_MISTAKES = (SWAPPED, EXPONENT_I, EXPONENT_PER_DIM, EXPONENT_SIGN, CONCATENATED, STARTS_AT_ONE)
 
 
+def classic_tables(d_model) -> tuple[Mistake, ...]:
+    """The classic mistakes of the table that differ from each other at this d_model."""
+    return (*TABLE_MISTAKES, *(FLOORED if math.log(10000.0) // d_model else (FLOOR_DIVISION,)))
+
+
 def pe_atol(max_pos: int) -> float:
     """Tolerance for entries at positions <= max_pos of a table built in float32 (see the module doc)."""
     return 2e-6 + 4e-7 * max_pos
 
 
-def table_mistakes(max_len, d_model, rows=slice(None)) -> dict:
-    return {m: (lambda m=m: table(max_len, d_model, m)[rows]) for m in TABLE_MISTAKES}
+def other_base(pe: torch.Tensor) -> tuple[Mistake, float] | None:
+    """(OTHER_BASE saying which, b) for a table whose PE[1, d_model - 2] = sin(b^-(d - 2)/d) reads as a base b
+    other than 10000; None where no base fits that entry (fewer than two pairs, a frequency that is no base's),
+    or where that base's table is another classic mistake's, which names it: 100 is 10000 with i for 2i, 1 and
+    e^(d_model * (ln(10000) // d_model)) are the floor divisions'."""
+    d_model = pe.size(1)
+    if pe.size(0) < 2 or d_model < 4:
+        return None
+    w = math.asin(max(-1.0, min(1.0, float(pe[1, d_model - 2]))))
+    if not 0 < w < 1:
+        return None
+    base = w ** (-d_model / (d_model - 2))
+    named = (10000.0, 100.0, 1.0, math.exp(d_model * (math.log(10000.0) // d_model)))
+    if any(math.isclose(base, other, rel_tol=1e-3) for other in named):
+        return None
+    return Mistake(OTHER_BASE.id, f"{OTHER_BASE.explanation} (yours behaves like base {base:.6g})"), base
+
+
+def table_mistakes(max_len, d_model, rows=slice(None), mine: torch.Tensor | None = None) -> dict:
+    """The tables of the classic mistakes, and, given the student's whole table `mine`, the paper's with the
+    base read from it (a model checked on every entry: it names only a table that is the formula's but for
+    its base)."""
+    found = {m: (lambda m=m: table(max_len, d_model, m)[rows]) for m in classic_tables(d_model)}
+    if mine is not None and (fitted := other_base(mine)) is not None:
+        found[fitted[0]] = lambda: table(max_len, d_model, base=fitted[1])[rows]
+    return found
 
 
 # ---- calling the student's code ---------------------------------------------------------------------
@@ -145,15 +203,15 @@ def student_table(student, max_len, d_model) -> torch.Tensor:
 
 
 def buffer_table(module, max_len, d_model) -> torch.Tensor:
-    """The module's `pe` buffer as (max_len, d_model); a leading batch dimension of 1 is accepted."""
+    """The module's `pe` buffer, checked to be (max_len, d_model) as the contract says."""
     pe = getattr(module, "pe", None)
     if not isinstance(pe, torch.Tensor):
         fail("PositionalEncoding should hold its table in a buffer named `pe`: "
              "self.register_buffer('pe', sinusoidal_positional_encoding(max_len, d_model))")
-    if pe.dim() == 3 and pe.size(0) == 1:
-        pe = pe[0]
     if tuple(pe.shape) != (max_len, d_model):
-        fail(f"the buffer pe should be (max_len, d_model) = ({max_len}, {d_model}), got {describe(pe)}")
+        batched = tuple(pe.shape) == (1, max_len, d_model)
+        fail(f"the buffer pe should be (max_len, d_model) = ({max_len}, {d_model}), got {describe(pe)}",
+             *((PE_BATCH_DIM,) if batched else ()))
     return pe
 
 
@@ -190,14 +248,18 @@ def positional_mistakes(x, max_len, d_model, pe=None) -> dict:
     if batch <= max_len and batch != seq:
         found[ALONG_BATCH] = lambda: x + pe[:batch, None, :]
     if truth:
-        for mistake in TABLE_MISTAKES:
+        for mistake in classic_tables(d_model):
             found[mistake] = lambda m=mistake: x + table(max_len, d_model, m)[:seq].to(x.device, x.dtype)
     return found
 
 
 def embedding_mistakes(looked_up, d_model) -> dict:
     root = math.sqrt(d_model)
-    return {NOT_SCALED: looked_up, SCALED_BY_D: lambda: looked_up * d_model, DIVIDED: lambda: looked_up / root}
+    found = {NOT_SCALED: looked_up, SCALED_BY_D: lambda: looked_up * d_model, DIVIDED: lambda: looked_up / root}
+    for whole in sorted({math.floor(root), round(root)} - {root}):  # a whole-number scale, where sqrt is none
+        found[Mistake(SCALE_ROUNDED.id, f"{SCALE_ROUNDED.explanation}: yours multiplies by {whole}")] = (
+            lambda whole=whole: looked_up * whole)
+    return found
 
 
 # ---- sinusoidal_positional_encoding -----------------------------------------------------------------
@@ -227,10 +289,14 @@ def test_entries_follow_the_formula(student):
     for d_model, pos, dim in ENTRIES:
         got, want = float(tables[d_model][pos, dim]), float(truth[d_model][pos, dim])
         if abs(got - want) > pe_atol(pos):
-            # Which classic mistake reproduces every chosen entry?
-            looks_like = [m for m in TABLE_MISTAKES
-                          if all(abs(float(tables[d][p, j]) - float(table(101, d, m)[p, j])) <= 1e-5
-                                 for d, p, j in ENTRIES)]
+            # Which classic mistake reproduces every chosen entry? (A base read from d_model=8's table holds
+            # for every d_model.)
+            # (d_model 8 tells the two floor divisions apart.)
+            models = {m: (lambda d, m=m: table(101, d, m)) for m in (*TABLE_MISTAKES, *FLOORED)}
+            if (fitted := other_base(tables[8])) is not None:
+                models[fitted[0]] = lambda d: table(101, d, base=fitted[1])
+            looks_like = [m for m, model in models.items()
+                          if all(abs(float(tables[d][p, j]) - float(model(d)[p, j])) <= 1e-5 for d, p, j in ENTRIES)]
             fail(f"PE[{pos}, {dim}] with d_model={d_model} is {got:.6f}; the paper's formula gives "
                  f"{formula_text(pos, dim, d_model)} = {want:.6f}", *looks_like)
 
@@ -259,7 +325,7 @@ def test_table_matches_formula(student):
             assert_close(mine[rows], truth[rows], name=f"the table at positions {start}..{end - 1}",
                          what="the paper's formula", check_dtype=False, rtol=0, atol=pe_atol(end),
                          context=f"sinusoidal_positional_encoding({max_len}, {d_model})",
-                         mistakes=table_mistakes(max_len, d_model, rows))
+                         mistakes=table_mistakes(max_len, d_model, rows, mine))
             start = end
 
 
@@ -332,9 +398,10 @@ def test_pe_is_a_buffer(student):
     if "pe" not in module.state_dict():
         fail("pe is a buffer but not in state_dict()", PE_NOT_PERSISTENT)
     pe = buffer_table(module, 50, 16)
-    assert_close(pe.detach().to(torch.float64), table(50, 16), name="the buffer pe",
+    mine = pe.detach().to("cpu", torch.float64)
+    assert_close(mine, table(50, 16), name="the buffer pe",
                  what="sinusoidal_positional_encoding(50, 16)", check_dtype=False, rtol=0, atol=pe_atol(50),
-                 context="PositionalEncoding(16, max_len=50)", mistakes=table_mistakes(50, 16))
+                 context="PositionalEncoding(16, max_len=50)", mistakes=table_mistakes(50, 16, mine=mine))
     if pe.dtype != torch.get_default_dtype():
         fail(f"the buffer pe is {pe.dtype}; build it in torch's default dtype ({torch.get_default_dtype()}): "
              "module.to(dtype) converts it when needed")
@@ -489,9 +556,15 @@ def test_embedding_gradient(student, device):
         fail("no gradient reached embedding.weight: look the tokens up with self.embedding(tokens)")
     summed = torch.zeros(vocab, d_model, device=device).index_add_(0, tokens.reshape(-1),
                                                                    weights.reshape(-1, d_model))
-    assert_close(grad, summed * math.sqrt(d_model), name="gradient of embedding.weight",
+    expected = summed * math.sqrt(d_model)
+    # padding_idx p: row p gets no gradient. Each token the input holds is a candidate p.
+    padded = {Mistake(PADDING_IDX.id, f"{PADDING_IDX.explanation} (yours: padding_idx={p})"):
+              (lambda p=p: expected.index_fill(0, torch.tensor([p], device=device), 0.0))
+              for p in tokens.unique().tolist()}
+    assert_close(grad, expected, name="gradient of embedding.weight",
                  what="sqrt(d_model) times the summed upstream gradients of each token's rows",
-                 context=f"TokenEmbedding({vocab}, {d_model})", mistakes=embedding_mistakes(summed, d_model))
+                 context=f"TokenEmbedding({vocab}, {d_model})",
+                 mistakes={**embedding_mistakes(summed, d_model), **padded})
 
 
 # ---- half precision (CUDA only) ---------------------------------------------------------------------

@@ -61,6 +61,22 @@ def check_inputs_unchanged(call: Callable[[], object], inputs: Mapping[str, torc
                  MODIFIES_INPUT)
 
 
+def load_state(module, state: Mapping[str, torch.Tensor]) -> None:
+    """`module.load_state_dict(state, strict=True)`, except that a parameter the student's module also holds under
+    a second name (an `nn.Sequential` over its own `linear_1` and `linear_2`: `net.0.weight` is `linear_1.weight`)
+    is loaded once, through its contract name: a second name for the same tensor is not a parameter of its own.
+    Any other mismatch raises torch's RuntimeError, as the strict load does."""
+    try:
+        module.load_state_dict(state, strict=True)
+    except RuntimeError:
+        held = module.state_dict(keep_vars=True)  # by value, each tensor with its identity in the student's process
+        extra = [name for name in held if name not in state]
+        aliases = all(any(remote.same(held[name], held[own]) for own in state if own in held) for name in extra)
+        if not extra or any(name not in held for name in state) or not aliases:
+            raise
+        module.load_state_dict(state, strict=False)
+
+
 def check_output_like(out, x: torch.Tensor, what: str, *, context: str = "", finite: bool = False,
                       hint: str = "") -> torch.Tensor:
     """`out` itself, once it is a tensor with `x`'s shape, dtype and device; with `finite`, also free of

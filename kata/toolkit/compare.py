@@ -80,20 +80,43 @@ def is_close(actual, expected, *, rtol: float | None = None, atol: float | None 
     return not _differs(actual, expected, rtol, atol)
 
 
-def matching_mistakes(actual, mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor]],
+def matching_mistakes(actual, mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor] | tuple],
                       *, rtol: float | None = None, atol: float | None = None) -> tuple[Mistake, ...]:
-    """The mistakes whose output `actual` reproduces. A candidate that cannot be computed is skipped."""
+    """The mistakes whose output `actual` reproduces. A candidate that cannot be computed is skipped; a tuple
+    of candidates holds the variants of one mistake (one explanation, one box), which matches if any does."""
     found: list[Mistake] = []
-    for mistake, candidate in mistakes.items():
+    for mistake, candidates in mistakes.items():
         if any(m.id == mistake.id for m in found):  # variants of one mistake: the first that matches speaks
             continue
-        try:
-            value = candidate() if callable(candidate) else candidate
-        except Exception:  # a mistake's model that does not apply to this input
-            continue
-        if is_close(actual, value, rtol=rtol, atol=atol):
-            found.append(mistake)
+        for candidate in candidates if isinstance(candidates, tuple) else (candidates,):
+            try:
+                value = candidate() if callable(candidate) else candidate
+            except Exception:  # a mistake's model that does not apply to this input
+                continue
+            if is_close(actual, value, rtol=rtol, atol=atol):
+                found.append(mistake)
+                break
     return tuple(found)
+
+
+def unlike(expected: torch.Tensor, mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor]], *,
+           rtol: float | None = None, atol: float | None = None) -> dict:
+    """`mistakes` less those whose model gives `expected` itself on this input (within the tolerance
+    `assert_close` matches mistakes with): an output that differs from the truth is no evidence of a model
+    that agrees with it (no max subtraction is harmless for small logits). Models still run only on failure."""
+    default_rtol, default_atol = tolerance(expected.dtype)
+    rtol = max(default_rtol if rtol is None else rtol, 1e-5)
+    atol = max(default_atol if atol is None else atol, 1e-6)
+
+    def unless_right(candidate):
+        def model():
+            value = candidate() if callable(candidate) else candidate
+            if is_close(value, expected, rtol=rtol, atol=atol):
+                raise ValueError("the mistake's model gives the right answer here")  # skipped by matching_mistakes
+            return value
+        return model
+
+    return {mistake: unless_right(candidate) for mistake, candidate in mistakes.items()}
 
 
 def tensor_report(actual: torch.Tensor, expected: torch.Tensor, rtol: float, atol: float) -> list[str]:
@@ -145,14 +168,17 @@ def assert_close(
     context: str = "",
     rtol: float | None = None,
     atol: float | None = None,
-    mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor]] | None = None,
+    mistakes: Mapping[Mistake, torch.Tensor | Callable[[], torch.Tensor] | tuple] | None = None,
     check_dtype: bool = True,
     check_device: bool = True,
+    localise: Callable[[], tuple[Mistake, ...]] | None = None,
 ) -> None:
     """Fail with a tensor-aware message unless `actual` matches `expected` within tolerance.
 
     Tolerances default to `torch.testing.assert_close`'s for `expected.dtype`. `mistakes` maps each
-    classic mistake to the output it would produce (or a function computing it, run only on failure).
+    classic mistake to the output it would produce (or a function computing it, run only on failure; or a
+    tuple of those, its variants). `localise` finds the part at fault (`kata.toolkit.localise`): called only
+    when the comparison fails and no classic mistake matched, its diagnoses are the failure's.
     """
     mistakes = mistakes or {}
     default_rtol, default_atol = tolerance(expected.dtype)
@@ -177,6 +203,11 @@ def assert_close(
     elif actual.shape == expected.shape and actual.is_floating_point():
         problems.extend(tensor_report(actual, expected.to(actual.device), rtol, atol))
     found = matching_mistakes(actual, mistakes, rtol=max(rtol, 1e-5), atol=max(atol, 1e-6)) if mistakes else ()
+    if not found and localise is not None:
+        try:
+            found = tuple(localise())
+        except Exception:  # localisation says nothing rather than fail the grader
+            found = ()
     raise CheckFailed("\n".join([heading + ":", *("  " + p for p in problems)]), found)
 
 
@@ -204,6 +235,6 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
 
 __all__ = [
     "CheckFailed", "ErrorPattern", "Mistake", "assert_close", "assert_finite", "describe", "fail", "is_close",
-    "matching_mistakes", "relative_error", "tolerance",
+    "matching_mistakes", "relative_error", "tolerance", "unlike",
 ]
 

@@ -13,6 +13,7 @@ import hypothesis.core
 import torch
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from hypothesis.control import current_build_context
 
 _seed = int(os.environ.get("KATA_SEED", "0"))
 settings.register_profile(
@@ -48,4 +49,11 @@ def tensors(draw, shape: tuple[int, ...] | None = None, dtype: torch.dtype = tor
     return torch.randn(shape, generator=generator, dtype=dtype) * scale
 
 
-__all__ = ["given", "settings", "shapes", "st", "tensors"]
+def final_example() -> bool:
+    """Whether this run of a property check is the failing example hypothesis reports (the last one, once it
+    has shrunk): the moment to look for the classic mistakes it matches, a cost the examples tried while
+    shrinking need not pay."""
+    return current_build_context().is_final
+
+
+__all__ = ["final_example", "given", "settings", "shapes", "st", "tensors"]

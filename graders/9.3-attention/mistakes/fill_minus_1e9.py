@@ -1,6 +1,6 @@
 """Planted mistake: the Annotated Transformer's fill, -1e9, which float16 cannot hold."""
 # expect: mask-fill-overflows-half
-# also: finite-mask-fill
+# also: finite-mask-fill finite-fill-above-scores
 
 
 def scaled_dot_product_attention(q, k, v, mask=None):

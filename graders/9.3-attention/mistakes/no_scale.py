@@ -1,5 +1,6 @@
 """Planted mistake: forget to divide the scores by sqrt(d_k)."""
 # expect: missing-scale
+# also: fault-in-weights
 
 
 def scaled_dot_product_attention(q, k, v, mask=None):

@@ -1,5 +1,5 @@
 """Planted mistake: merge the heads with d_k outermost, interleaving the heads' features."""
-# expect: merge-wrong-order
+# expect: merge-d-k-major
 
 
 class MultiHeadAttention(MultiHeadAttention):

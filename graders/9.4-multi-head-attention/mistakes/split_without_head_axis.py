@@ -1,5 +1,5 @@
 """Planted mistake: the heads split with view(batch, len, n_heads, d_k) and never transposed."""
-# expect: split-without-transpose
+# expect: split-heads-not-moved
 
 
 class MultiHeadAttention(MultiHeadAttention):

@@ -1,5 +1,6 @@
 """Planted mistake: the block adds its own residual, in place, into the caller's input (x += ...)."""
 # expect: modifies-input
+# also: fault-in-ffn-output
 
 
 class FeedForward(FeedForward):
