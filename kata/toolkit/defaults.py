@@ -97,15 +97,17 @@ def _module_difference(construct, run, base: Mapping, values: Mapping[str, objec
     return _difference(got, want, values=values, signature=signature, what=f"{mode}, {describe(want)}")
 
 
-def _check(difference: Callable[[Mapping[str, object]], str | None], defaults: Mapping[str, object]) -> None:
-    """All `defaults` left out at once (one comparison when all are right), then, if that differs, one at a time
-    to name the one that differs."""
-    problem = difference(defaults)
+def _check(difference: Callable[[Mapping, Mapping[str, object]], str | None], defaults: Mapping[str, object],
+           base: Mapping) -> None:
+    """All `defaults` left out at once (one comparison when all are right), then, if that differs, one at a time,
+    the others given (their values in `base`, else the contract's), to name the one that differs.
+    `difference(base, values)` compares the call on `base` with `values` left out and with them given."""
+    problem = difference(base, defaults)
     if problem is None:
         return
     if len(defaults) > 1:
         for name, value in defaults.items():
-            if (single := difference({name: value})) is not None:
+            if (single := difference({**defaults, **base}, {name: value})) is not None:
                 problem, defaults = single, {name: value}
                 break
     kind = "default is" if len(defaults) == 1 else "defaults are"
@@ -119,8 +121,8 @@ def check_module_defaults(construct: Callable[..., object], run: Callable[[objec
     `construct(**base, **defaults)`, and built from the same seed, `run(module)` from the same seed gives the same
     output. `construct` makes a new module (in train mode, so dropout acts) with one call into the student's
     process, and so does `run` (a seed is taken by the next request)."""
-    base = dict(base or {})
-    _check(lambda values: _module_difference(construct, run, base, values, signature), defaults)
+    _check(lambda kwargs, values: _module_difference(construct, run, kwargs, values, signature), defaults,
+           dict(base or {}))
 
 
 @_names(WRONG_DEFAULT)
@@ -128,9 +130,7 @@ def check_function_defaults(call: Callable[..., object], defaults: Mapping[str, 
                             base: Mapping | None = None, what: str = "") -> None:
     """`call(**base)` with `defaults` (name -> the contract's value) left out returns what it returns with them
     given (each call from the same seed)."""
-    base = dict(base or {})
-
-    def difference(values: Mapping[str, object]) -> str | None:
+    def difference(base: Mapping, values: Mapping[str, object]) -> str | None:
         seed = int(torch.randint(2**31 - 1, ()))
         want = _seeded(seed, lambda: call(**{**base, **values}))
         got = _seeded(seed, lambda: _left_out(call, {k: v for k, v in base.items() if k not in values}, values,
@@ -139,4 +139,4 @@ def check_function_defaults(call: Callable[..., object], defaults: Mapping[str, 
             return got
         return _difference(got, want, values=values, signature=signature, what=what or describe(want))
 
-    _check(difference, defaults)
+    _check(difference, defaults, dict(base or {}))
