@@ -37,8 +37,8 @@ def _spelled(values: Mapping[str, object]) -> str:
 
 
 def _left_out(construct: Callable[..., object], kwargs: Mapping, values: Mapping[str, object], signature: str):
-    """`construct(**kwargs)` (the `values` left out); an exception there, where giving them builds, is a wrong
-    default."""
+    """`construct(**kwargs)` (the `values` left out), or what it raised, as a difference to report: the call with
+    them given has run (a stub's NotImplementedError and a forbidden call stay the student's)."""
     try:
         return construct(**kwargs)
     except (NotImplementedError, remote.StudentForbidden):
