@@ -1,5 +1,7 @@
-"""Planted mistake: the frequencies spaced linearly, w_i = 1 - 2i / d_model, not geometrically."""
+"""Planted mistake: the frequencies spaced linearly, w_i = 1 - 2i / d_model, not geometrically. With two pairs
+(d_model = 4) any second frequency is some base's (here 4): wrong-base is true of that table."""
 # expect: fault-in-frequencies
+# also: wrong-base
 
 
 def sinusoidal_positional_encoding(max_len, d_model):
