@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from kata import copy_task
 from kata.toolkit import CheckFailed, ErrorPattern, Mistake, assert_close, fail, remote
-from kata.toolkit.compare import describe, matching_mistakes
+from kata.toolkit.compare import describe, is_close, matching_mistakes
 from kata.toolkit.properties import given, st
 
 PAD, BOS, EOS = copy_task.PAD_ID, copy_task.BOS_ID, copy_task.EOS_ID
@@ -166,6 +166,32 @@ FAULT_IN_UPDATE = Mistake(
     "the model is called as it should be and the loss you return is right, yet the parameters after the steps "
     "differ: look at the rest of the step: optimizer.zero_grad() before the backward of that loss, the clipping "
     "(only with max_grad_norm), optimizer.step(), then scheduler.step()")
+# Single functions localised by the parts of their formula: the schedule's ramp and decay, checked apart at the
+# steps where each is the branch min() picks; the loss with one of its features (smoothing, padding) turned off.
+FAULT_IN_WARMUP = Mistake(
+    "fault-in-warmup",
+    "your rates after the warm-up are right, those before the peak are not: the fault is in the warm-up branch, "
+    "step * warmup_steps^-1.5 (the one min() picks while step < warmup_steps)")
+FAULT_IN_DECAY = Mistake(
+    "fault-in-decay",
+    "your rates up to the warm-up are right, those after the peak are not: the fault is in the decay branch, "
+    "step^-0.5 (the one min() picks once step > warmup_steps)")
+FAULT_IN_CONSTANT = Mistake(
+    "fault-in-constant",
+    "your schedule has the right shape but is a constant multiple of the paper's at every step: the fault is in "
+    "the constant in front of min(), factor * d_model^-0.5")
+FAULT_IN_SMOOTHING = Mistake(
+    "fault-in-smoothing",
+    "with smoothing=0 your loss equals the plain cross-entropy, so the fault is in the smoothing: "
+    "(1 - e) * (-log p_y) + e * mean_c(-log p_c), the weights of the two terms or the mean over the classes")
+FAULT_IN_TARGET_TERM = Mistake(
+    "fault-in-target-term",
+    "with smoothing=1 (where only the mean over the classes counts) your loss is right, with smoothing=0 it is "
+    "not: the fault is in the target's term, -log p_y = -log_softmax(logits)[..., y]")
+FAULT_IN_PADDING = Mistake(
+    "fault-in-padding",
+    "without ignore_index (on the same targets, the ignored ones made real) your loss is right, so the fault is in "
+    "the handling of the ignored targets: they add nothing and the mean is over the others only")
 GREEDY_EOS = Mistake(
     "greedy-eos",
     "a sequence that produced eos is finished: its later positions must be eos_id, and decoding stops as soon "
@@ -215,10 +241,10 @@ def reproduces(actual, output) -> bool:
     return any(relatively_close(actual, one) for one in (output if isinstance(output, list) else [output]))
 
 
-def assert_close_relative(actual, expected, *, mistakes: dict, **kwargs) -> None:
+def assert_close_relative(actual, expected, *, mistakes: dict, localise=None, **kwargs) -> None:
     """assert_close, but a mistake is named only when it reproduces the output to 1e-9 RELATIVE: the learning
     rates compared here are ~1e-4 to 1e-7, below the absolute tolerance that assert_close's diagnosis allows. A
-    mistake's model may give a list of outputs (`reproduces`)."""
+    mistake's model may give a list of outputs (`reproduces`); `localise` is asked where none does."""
     try:
         assert_close(actual, expected, **kwargs)
     except CheckFailed as exc:
@@ -230,6 +256,8 @@ def assert_close_relative(actual, expected, *, mistakes: dict, **kwargs) -> None
                 continue
             if reproduces(actual, value):
                 found.append(mistake)
+        if not found and localise is not None:
+            found = list(localise())
         raise CheckFailed(str(exc), tuple(found)) from None
 
 
@@ -310,6 +338,25 @@ def precedence_slips(values, d_model: int, warmup: int, factor: float) -> dict:
     return found
 
 
+def schedule_at_fault(steps: list[int], got: list[float], warmup: int, want: list[float]) -> tuple[Mistake, ...]:
+    """The branch of the schedule at fault, read from the rates at `steps` (`got`, the right ones `want`): right
+    on one side of the peak and wrong on the other, or right up to one constant factor everywhere."""
+    right = {s: math.isclose(g, w, rel_tol=1e-6) for s, g, w in zip(steps, got, want, strict=True)}
+    ramp = [s for s in steps if 1 < s < warmup]  # steps 0 and 1 are the clamp's as much as the ramp's
+    decay = [s for s in steps if s > warmup]
+    if not ramp or not decay:
+        return ()
+    if all(right[s] for s in decay) and not all(right[s] for s in ramp):
+        return (FAULT_IN_WARMUP,)
+    if all(right[s] for s in ramp) and not all(right[s] for s in decay):
+        return (FAULT_IN_DECAY,)
+    ratios = [g / w for g, w in zip(got, want, strict=True)]
+    if all(math.isclose(r, ratios[0], rel_tol=1e-6) for r in ratios) and math.isfinite(ratios[0]):
+        return (Mistake(FAULT_IN_CONSTANT.id, f"{FAULT_IN_CONSTANT.explanation} (yours is {ratios[0]:.6g} times "
+                        "the paper's)"),)
+    return ()
+
+
 def noam_rates(student, steps: list[int], d_model: int, warmup: int, factor: float) -> list[float]:
     """noam_lr(step, d_model, warmup, factor) for each of `steps`, each checked to be a float. One call into the
     student's process computes them all (map() there), rather than a round trip per step."""
@@ -350,7 +397,9 @@ def test_noam_lr_values(student):
         want = torch.tensor([noam(s, d_model, warmup, factor) for s in steps], dtype=torch.float64)
         assert_close_relative(got, want, name="noam_lr at steps " + str(steps), what="the paper's schedule",
                      context=f"d_model={d_model}, warmup_steps={warmup}, factor={factor}",
-                     mistakes=schedule_mistakes(steps, d_model, warmup, factor))
+                     mistakes=schedule_mistakes(steps, d_model, warmup, factor),
+                     localise=lambda got=got, want=want, steps=steps, warmup=warmup: schedule_at_fault(
+                         steps, got.tolist(), warmup, want.tolist()))
 
 
 @given(d_model=st.sampled_from([16, 64, 256, 512, 1024]), warmup=st.integers(1, 5000),
@@ -657,6 +706,27 @@ def loss_mistakes(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_i
     return found
 
 
+def loss_at_fault(loss_fn, logits: torch.Tensor, target: torch.Tensor, e: float,
+                  ignore_index: int | None) -> tuple[Mistake, ...]:
+    """The feature of the loss at fault, found by turning the others off in the student's own function
+    (`loss_fn`, called as label_smoothing_loss): right without ignore_index (the ignored targets made real, class
+    0) puts it in the padding; right with smoothing=0 in the smoothing; right with smoothing=1 only (the mean over
+    the classes alone), in the target's term. Nothing where two of them are right (a fault in their interplay)."""
+    def right(target, e, ignore_index) -> bool:
+        out = loss_fn(logits, target, smoothing=e, ignore_index=ignore_index)
+        return is_close(out, torch_loss(logits, target, e, ignore_index))
+
+    found = []
+    ignored = target == ignore_index if ignore_index is not None else None
+    if ignored is not None and bool(ignored.any()) and right(target.masked_fill(ignored, 0), e, None):
+        found.append(FAULT_IN_PADDING)
+    if e > 0 and right(target, 0.0, ignore_index):
+        found.append(FAULT_IN_SMOOTHING)
+    elif e < 1 and right(target, 1.0, ignore_index):
+        found.append(FAULT_IN_TARGET_TERM)
+    return tuple(found) if len(found) == 1 else ()
+
+
 def torch_loss(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_index: int | None) -> torch.Tensor:
     k = logits.size(-1)
     return F.cross_entropy(logits.reshape(-1, k), target.reshape(-1), label_smoothing=e,
@@ -696,7 +766,9 @@ def test_loss_matches_cross_entropy(student, device, dtype):
                      what="F.cross_entropy(logits.reshape(-1, K), target.reshape(-1), label_smoothing=e, "
                           "ignore_index=...)",
                      context=f"logits {describe(logits)}, smoothing={e}, ignore_index={ignore_index}",
-                     mistakes=loss_mistakes(logits, target, e, ignore_index))
+                     mistakes=loss_mistakes(logits, target, e, ignore_index),
+                     localise=lambda logits=logits, target=target, e=e, ignore_index=ignore_index: loss_at_fault(
+                         student.label_smoothing_loss, logits, target, e, ignore_index))
 
 
 def test_loss_default_arguments(student):
@@ -721,7 +793,8 @@ def test_loss_property(student, batch, length, k, e, pad, seed):
     assert_close(student.label_smoothing_loss(logits, target, smoothing=e, ignore_index=pad),
                  torch_loss(logits, target, e, pad), name="loss", what="F.cross_entropy",
                  context=f"logits {describe(logits)}, smoothing={e:g}, ignore_index={pad}",
-                 mistakes=loss_mistakes(logits, target, e, pad))
+                 mistakes=loss_mistakes(logits, target, e, pad),
+                 localise=lambda: loss_at_fault(student.label_smoothing_loss, logits, target, e, pad))
 
 
 def test_loss_padding_is_invisible(student):

@@ -10,7 +10,7 @@ from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged, check_output_like, load_state
-from kata.toolkit.compare import CheckFailed, describe, is_close, unlike
+from kata.toolkit.compare import CheckFailed, describe, is_close, relative_error, unlike
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st, tensors
 
@@ -54,6 +54,22 @@ NOT_PARAMETERS = Mistake("not-parameters",
                          "gamma and beta must be nn.Parameter objects (nn.Parameter(torch.ones(d_model))): a "
                          "plain tensor attribute is neither trained by the optimiser, nor saved in state_dict, nor "
                          "moved by .to()")
+# ---- where the fault is, when no classic mistake matched (localisation) ----------------------------------
+# The output's only intermediate is x_hat, recovered exactly as (y - beta) / gamma: each position's x_hat is
+# (x - mean) / sqrt(var + eps), an affine function a·x + b of that position's x. Fitted per position, it
+# gives the student's divisor 1 / a and the value they subtracted, -b / a.
+FAULT_IN_SCALE = Mistake("fault-in-scale",
+                         "the centring is right but the divisor is not: your x_hat = (y - beta) / gamma is "
+                         "(x - mean) / D at each position, with D other than sqrt(var + eps) (var the biased "
+                         "variance of that position's features): look at the variance and the division")
+FAULT_IN_CENTRING = Mistake("fault-in-centring",
+                            "what you subtract from x is not the position's mean: your x_hat = (y - beta) / gamma "
+                            "is (x - m) / D at each position with m other than x.mean(-1, keepdim=True) (D is "
+                            "what that m gives: sqrt(((x - m)**2).mean(-1) + eps)): look at the centring")
+FAULT_IN_AFFINE = Mistake("fault-in-affine",
+                          "with gamma = 1 and beta = 0 your output equals F.layer_norm's, so the normalisation is "
+                          "right and the fault is where gamma and beta are applied: gamma * x_hat + beta")
+
 ERROR_PATTERNS = [
     ErrorPattern(Mistake(NO_KEEPDIM.id, "shapes do not broadcast: most often a mean or a variance lost its "
                          "reduced dimension (keepdim=True is missing)"),
@@ -141,11 +157,64 @@ def mistakes_for(x, gamma, beta, eps, *, rtol=None, atol=None) -> dict:
     return unlike(torch_ln(x, gamma, beta, eps), found, rtol=rtol, atol=atol)
 
 
+def _row(values, i):
+    return f"{float(values[i]):.4g}"
+
+
+def normalisation_at_fault(out, x, gamma, beta, eps, again) -> tuple[Mistake, ...]:
+    """The step at fault in an output no classic mistake matched, on evidence only (see FAULT_IN_SCALE).
+
+    `again(gamma, beta)` is the student's output for the same x and eps with other gamma and beta. Nothing is
+    said where the evidence is weak: fewer than 4 features with gamma away from 0 (a line fits any 2 or 3
+    points; dividing by a gamma near 0 loses x_hat), a non-finite output, an x_hat no line fits while the
+    output with gamma = 1 and beta = 0 is wrong too."""
+    # An output off by rounding only (statistics in a lower precision) is no step's formula at fault.
+    if not isinstance(out, torch.Tensor) or out.shape != x.shape or relative_error(
+            out, torch_ln(x, gamma, beta, eps)) < 1e-3:
+        return ()
+    d = x.shape[-1]
+    rows = x.detach().cpu().double().reshape(-1, d)
+    mean = rows.mean(dim=-1)
+    spread = torch.sqrt((rows - mean[:, None]).pow(2).mean(dim=-1) + eps)  # sqrt(var + eps) per position
+    g, b = gamma.detach().cpu().double(), beta.detach().cpu().double()
+    kept = g.abs() > 0.1  # the features whose x_hat the division by gamma recovers well
+    if int(kept.sum()) >= 4 and bool(torch.isfinite(out).all()):
+        x_hat = ((out.detach().cpu().double() - b) / g).reshape(-1, d)[:, kept]
+        seen = rows[:, kept]
+        centred = seen - seen.mean(dim=-1, keepdim=True)
+        slope = (centred * x_hat).sum(dim=-1) / centred.pow(2).sum(dim=-1)  # least squares a, per position
+        offset = x_hat.mean(dim=-1) - slope * seen.mean(dim=-1)
+        residual = (x_hat - slope[:, None] * seen - offset[:, None]).abs().amax(dim=-1)
+        if bool((residual <= 1e-4 * x_hat.abs().amax(dim=-1)).all()) and bool((slope != 0).all()):
+            divisor, subtracted = 1 / slope, -offset / slope
+            scale_right = torch.isclose(divisor, spread, rtol=1e-3, atol=0)
+            centre_right = (subtracted - mean).abs() <= 1e-3 * spread
+            own = torch.sqrt((rows - subtracted[:, None]).pow(2).mean(dim=-1) + eps)  # D from their own centring
+            if bool(centre_right.all()) and not bool(scale_right.all()):
+                i = int((~scale_right).nonzero()[0])
+                return (Mistake(FAULT_IN_SCALE.id, f"{FAULT_IN_SCALE.explanation} (position {i}: yours divides "
+                                f"by {_row(divisor, i)}, sqrt(var + eps) is {_row(spread, i)})"),)
+            if not bool(centre_right.all()) and (bool(scale_right.all())
+                                                 or bool(torch.isclose(divisor, own, rtol=1e-3, atol=0).all())):
+                i = int((~centre_right).nonzero()[0])
+                return (Mistake(FAULT_IN_CENTRING.id, f"{FAULT_IN_CENTRING.explanation} (position {i}: yours "
+                                f"subtracts {_row(subtracted, i)}, its mean is {_row(mean, i)})"),)
+    ones, zeros = torch.ones_like(gamma), torch.zeros_like(beta)
+    plain = again(ones, zeros)
+    return (FAULT_IN_AFFINE,) if is_close(plain, torch_ln(x, ones, zeros, eps)) else ()
+
+
 def call_layer_norm(student, x, gamma, beta, **kwargs):
     out = student.layer_norm(x, gamma, beta, **kwargs)
     if not isinstance(out, torch.Tensor):
         fail(f"layer_norm should return a tensor, got {remote.type_name(out)}")
     return out
+
+
+def at_fault(student, out, x, gamma, beta, eps):
+    """The localisation of layer_norm(x, gamma, beta, eps=eps)'s output `out` (for assert_close)."""
+    return lambda: normalisation_at_fault(out, x, gamma, beta, eps,
+                                          lambda g, b: call_layer_norm(student, x, g, b, eps=eps))
 
 
 def make_module(student, d, device="cpu", dtype=torch.float32, eps=None, gamma=None, beta=None):
@@ -175,7 +244,7 @@ def test_matches_torch_layer_norm(student, device, dtype):
         out = call_layer_norm(student, x, gamma, beta, eps=eps)
         assert_close(out, torch_ln(x, gamma, beta, eps), what="F.layer_norm",
                      context=f"x {describe(x)} (std {scale:g}), random gamma and beta, eps={eps:g}",
-                     mistakes=mistakes_for(x, gamma, beta, eps))
+                     mistakes=mistakes_for(x, gamma, beta, eps), localise=at_fault(student, out, x, gamma, beta, eps))
 
 
 @pytest.mark.weight(2)
@@ -189,7 +258,7 @@ def test_biased_variance_eps_inside_root(student, device, dtype):
         out = call_layer_norm(student, x, gamma, beta, eps=eps)
         assert_close(out, torch_ln(x, gamma, beta, eps), what="F.layer_norm",
                      context=f"x {describe(x)} with variance about {scale**2:g}, eps={eps:g}",
-                     mistakes=mistakes_for(x, gamma, beta, eps))
+                     mistakes=mistakes_for(x, gamma, beta, eps), localise=at_fault(student, out, x, gamma, beta, eps))
 
 
 def test_default_eps(student, device, dtype):
@@ -206,12 +275,17 @@ def test_default_eps(student, device, dtype):
     defaults = wrong if is_close(call_layer_norm(student, x, gamma, beta, eps=1e-5), expected) else {}
     out = call_layer_norm(student, x, gamma, beta)
     assert_close(out, expected, name="layer_norm(x, gamma, beta)", what="F.layer_norm with eps=1e-5",
-                 context=context, mistakes={**defaults, **mistakes_for(x, gamma, beta, 1e-5)})
+                 context=context, mistakes={**defaults, **mistakes_for(x, gamma, beta, 1e-5)},
+                 localise=lambda: normalisation_at_fault(out, x, gamma, beta, 1e-5, lambda g, b: call_layer_norm(
+                     student, x, g, b)))
     given = make_module(student, d, device, dtype, eps=1e-5, gamma=gamma, beta=beta)
     defaults = wrong if is_close(given(x), expected) else {}
     module = make_module(student, d, device, dtype, gamma=gamma, beta=beta)
-    assert_close(module(x), expected, name=f"LayerNorm({d})(x)", what="nn.LayerNorm with eps=1e-5",
-                 context=context, mistakes={**defaults, **mistakes_for(x, gamma, beta, 1e-5)})
+    out = module(x)
+    assert_close(out, expected, name=f"LayerNorm({d})(x)", what="nn.LayerNorm with eps=1e-5",
+                 context=context, mistakes={**defaults, **mistakes_for(x, gamma, beta, 1e-5)},
+                 localise=lambda: normalisation_at_fault(out, x, gamma, beta, 1e-5, lambda g, b: make_module(
+                     student, d, device, dtype, gamma=g, beta=b)(x)))
 
 
 @pytest.mark.critical
@@ -230,9 +304,12 @@ def test_matches_nn_layer_norm(student, device, dtype):
         found = mistakes_for(x, gamma, beta, eps)
         if eps != 1e-5:
             found[MODULE_EPS] = lambda gamma=gamma, beta=beta, x=x: torch_ln(x, gamma, beta, 1e-5)
-        assert_close(module(x), ref(x), name=f"LayerNorm({d}, eps={eps:g})(x)", what="nn.LayerNorm",
+        out = module(x)
+        assert_close(out, ref(x), name=f"LayerNorm({d}, eps={eps:g})(x)", what="nn.LayerNorm",
                      context=f"x {describe(x)}, nn.LayerNorm's random weight and bias loaded as gamma and beta",
-                     mistakes=found)
+                     mistakes=found, localise=lambda d=d, eps=eps, x=x, out=out, gamma=gamma, beta=beta: (
+                         normalisation_at_fault(out, x, gamma, beta, eps, lambda g, b: make_module(
+                             student, d, device, dtype, eps=eps, gamma=g, beta=b)(x))))
 
 
 def test_parameters(student):
@@ -298,7 +375,8 @@ def test_gradients_match_torch(student, device, dtype):
     _, detached = grads(_detached_stats)
     # Gradients cannot match while the output itself differs: say so first, with the forward's diagnosis.
     assert_close(out.detach(), expected.detach(), name="the output (before any gradient)", what="F.layer_norm",
-                 context=f"x {describe(x)}", mistakes=mistakes_for(x, gamma, beta, eps))
+                 context=f"x {describe(x)}", mistakes=mistakes_for(x, gamma, beta, eps),
+                 localise=at_fault(student, out.detach(), x, gamma, beta, eps))
     names = ("x", "gamma", "beta")
     check_gradients_equal({n: m.grad for n, m in zip(names, mine, strict=True)},
                           {n: t.grad for n, t in zip(names, theirs, strict=True)}, what="F.layer_norm's gradient",
@@ -326,7 +404,7 @@ def test_any_shape(student, x, data):
     gamma, beta = affine(x.shape[-1])
     out = call_layer_norm(student, x, gamma, beta, eps=eps)
     assert_close(out, torch_ln(x, gamma, beta, eps), what="F.layer_norm", context=f"x {describe(x)}, eps={eps:g}",
-                 mistakes=mistakes_for(x, gamma, beta, eps))
+                 mistakes=mistakes_for(x, gamma, beta, eps), localise=at_fault(student, out, x, gamma, beta, eps))
 
 
 @given(x=tensors(min_dims=1, max_dims=3, min_side=2, max_side=8), data=st.data())

@@ -103,6 +103,21 @@ DROPOUT_BEFORE_ADD = Mistake("dropout-before-adding-positions",
                              "dropout was applied to x before adding the encoding: the paper applies it to the "
                              "SUM of the embeddings and the positional encodings (section 5.4)")
 
+# Where the fault is, when no classic mistake matched: read from the student's own table (the sin columns
+# against the cos columns; the frequency of each pair, read off row 1) or from the embedding's output.
+FAULT_IN_SIN = Mistake("fault-in-sin-columns",
+                       "your cos columns (odd dimensions 2i + 1) are right and your sin columns are not: look at "
+                       "PE[pos, 2i] = sin(pos / 10000^(2i / d_model))")
+FAULT_IN_COS = Mistake("fault-in-cos-columns",
+                       "your sin columns (even dimensions 2i) are right and your cos columns are not: look at "
+                       "PE[pos, 2i + 1] = cos(pos / 10000^(2i / d_model))")
+FAULT_IN_FREQUENCIES = Mistake("fault-in-frequencies",
+                               "your table is sin(pos * w_i), cos(pos * w_i) with the positions right, but some "
+                               "frequency w_i (read off your row 1) is not 1 / 10000^(2i / d_model): look at how "
+                               "you compute the frequencies")
+FAULT_IN_EMBEDDING_SCALE = Mistake("fault-in-embedding-scale",
+                                   "your output is the looked-up embedding times a constant other than "
+                                   "sqrt(d_model): the lookup is right, the scale is not")
 
 # ---- the formula, and the tables the classic mistakes build (float64) --------------------------------
 
@@ -185,6 +200,45 @@ def table_mistakes(max_len, d_model, rows=slice(None), mine: torch.Tensor | None
     if mine is not None and (fitted := other_base(mine)) is not None:
         found[fitted[0]] = lambda: table(max_len, d_model, base=fitted[1])[rows]
     return found
+
+
+def table_at_fault(mine: torch.Tensor) -> tuple[Mistake, ...]:
+    """The part of the student's whole (max_len, d_model) table `mine` (float64) at fault: one kind of column
+    right and the other not, or every pair a sinusoid of the positions at a frequency read off its row 1 (each
+    checked on every row, so at least 3) with one such frequency wrong. Nothing otherwise."""
+    max_len, d_model = mine.shape
+    if max_len < 3 or d_model < 2 or d_model % 2:
+        return ()
+    truth, atol = table(max_len, d_model), pe_atol(max_len)
+    sin_right = is_close(mine[:, 0::2], truth[:, 0::2], rtol=0, atol=atol)
+    cos_right = is_close(mine[:, 1::2], truth[:, 1::2], rtol=0, atol=atol)
+    if sin_right != cos_right:
+        return (FAULT_IN_COS if sin_right else FAULT_IN_SIN,)
+    w = torch.atan2(mine[1, 0::2], mine[1, 1::2])  # (d_model/2,): each pair's frequency, modulo 2 pi
+    angle = torch.arange(max_len, dtype=torch.float64)[:, None] * w
+    if not (is_close(mine[:, 0::2], torch.sin(angle), rtol=0, atol=atol)
+            and is_close(mine[:, 1::2], torch.cos(angle), rtol=0, atol=atol)):
+        return ()
+    paper = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    wrong = (torch.remainder(w - paper + math.pi, 2 * math.pi) - math.pi).abs() > 1e-5
+    if not bool(wrong.any()):
+        return ()
+    i = int(wrong.nonzero()[0])
+    return (Mistake(FAULT_IN_FREQUENCIES.id, f"{FAULT_IN_FREQUENCIES.explanation} (pair {i}, d_model={d_model}: "
+                    f"yours {float(w[i]):.6g} modulo 2 pi, the paper's {float(paper[i]):.6g})"),)
+
+
+def embedding_at_fault(out, looked_up: torch.Tensor, d_model: int) -> tuple[Mistake, ...]:
+    """FAULT_IN_EMBEDDING_SCALE where `out` is the lookup times one constant (least squares), other than
+    sqrt(d_model)."""
+    if not isinstance(out, torch.Tensor) or out.shape != looked_up.shape:
+        return ()
+    a, b = out.detach().double().cpu(), looked_up.detach().double().cpu()
+    c = float((a * b).sum() / (b * b).sum())
+    if not is_close(a, c * b, rtol=1e-4, atol=1e-6) or math.isclose(c, math.sqrt(d_model), rel_tol=1e-4):
+        return ()
+    return (Mistake(FAULT_IN_EMBEDDING_SCALE.id, f"{FAULT_IN_EMBEDDING_SCALE.explanation} (yours multiplies by "
+                    f"{c:.6g}, sqrt({d_model}) = {math.sqrt(d_model):.6g})"),)
 
 
 # ---- calling the student's code ---------------------------------------------------------------------
@@ -285,7 +339,8 @@ def test_entries_follow_the_formula(student):
     if not is_close(row0, expected0, rtol=0, atol=1e-6):
         fail(f"PE[0] (d_model=8) should be (sin 0, cos 0, ...) = (0, 1, 0, 1, 0, 1, 0, 1), got "
              f"({', '.join(f'{v:.4g}' for v in row0.tolist())})",
-             *[m for m in TABLE_MISTAKES if is_close(row0, table(101, 8, m)[0], rtol=0, atol=1e-6)])
+             *([m for m in TABLE_MISTAKES if is_close(row0, table(101, 8, m)[0], rtol=0, atol=1e-6)]
+               or table_at_fault(tables[8])))
     for d_model, pos, dim in ENTRIES:
         got, want = float(tables[d_model][pos, dim]), float(truth[d_model][pos, dim])
         if abs(got - want) > pe_atol(pos):
@@ -298,7 +353,7 @@ def test_entries_follow_the_formula(student):
             looks_like = [m for m, model in models.items()
                           if all(abs(float(tables[d][p, j]) - float(model(d)[p, j])) <= 1e-5 for d, p, j in ENTRIES)]
             fail(f"PE[{pos}, {dim}] with d_model={d_model} is {got:.6f}; the paper's formula gives "
-                 f"{formula_text(pos, dim, d_model)} = {want:.6f}", *looks_like)
+                 f"{formula_text(pos, dim, d_model)} = {want:.6f}", *(looks_like or table_at_fault(tables[d_model])))
 
 
 TABLE_CASES = [  # (max_len, d_model)
@@ -325,7 +380,8 @@ def test_table_matches_formula(student):
             assert_close(mine[rows], truth[rows], name=f"the table at positions {start}..{end - 1}",
                          what="the paper's formula", check_dtype=False, rtol=0, atol=pe_atol(end),
                          context=f"sinusoidal_positional_encoding({max_len}, {d_model})",
-                         mistakes=table_mistakes(max_len, d_model, rows, mine))
+                         mistakes=table_mistakes(max_len, d_model, rows, mine),
+                         localise=lambda mine=mine: table_at_fault(mine))
             start = end
 
 
@@ -539,9 +595,12 @@ def test_embedding_scaled(student, device, dtype):
         tokens[0, 0] = vocab - 1
         weight = module.embedding.weight.detach()
         looked_up = weight[tokens]  # (batch, seq, d_model)
-        assert_close(module(tokens), looked_up * math.sqrt(d_model), what="embedding(tokens) * sqrt(d_model)",
+        out = module(tokens)
+        assert_close(out, looked_up * math.sqrt(d_model), what="embedding(tokens) * sqrt(d_model)",
                      context=f"TokenEmbedding({vocab}, {d_model}), tokens {describe(tokens)}",
-                     mistakes=embedding_mistakes(looked_up, d_model))
+                     mistakes=embedding_mistakes(looked_up, d_model),
+                     localise=lambda out=out, looked_up=looked_up, d_model=d_model: embedding_at_fault(
+                         out, looked_up, d_model))
 
 
 def test_embedding_gradient(student, device):

@@ -1,5 +1,6 @@
 """Planted mistake: the Annotated Transformer's target: e spread over K - 2 classes (not the true one, not padding)."""
 # expect: smoothing-wrong-classes
+# also: fault-in-smoothing
 
 
 def label_smoothing_loss(logits, target, smoothing=0.1, ignore_index=None):

@@ -1,6 +1,6 @@
 """Planted mistake: the Annotated Transformer's LayerNorm (unbiased std, eps 1e-6 outside the root)."""
 # expect: eps-outside-root
-# also: unbiased-variance
+# also: unbiased-variance fault-in-scale
 
 
 def layer_norm(x, gamma, beta, eps=1e-6):

@@ -1,0 +1,11 @@
+"""Planted mistake: the real targets taken as those above the padding id (right only for pad id 0)."""
+# expect: fault-in-padding
+
+
+def label_smoothing_loss(logits, target, smoothing=0.1, ignore_index=None):
+    log_probs = torch.log_softmax(logits, dim=-1)
+    keep = torch.ones_like(target, dtype=torch.bool) if ignore_index is None else target > ignore_index
+    nll = -log_probs.gather(-1, target.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
+    uniform = -log_probs.mean(dim=-1)
+    per_token = (1.0 - smoothing) * nll + smoothing * uniform
+    return torch.where(keep, per_token, torch.zeros_like(per_token)).sum() / keep.sum()
