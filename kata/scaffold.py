@@ -161,6 +161,7 @@ _GRADERS = '''"""Graders of kata {new.id}: {new.title}.
 Hidden from students: they see each check's title and message, never this file.
 """
 
+import pytest
 import torch
 
 from kata.toolkit import assert_close
@@ -171,6 +172,7 @@ from kata.toolkit.compare import describe
 # planted mistake in mistakes/ that shows it firing; compare with PyTorch's built-in on equal terms too.
 
 
+@pytest.mark.critical  # a bug here breaks what the kata builds (kata.scoring)
 def test_matches_reference(student, reference, device, dtype):
     """Matches the reference solution"""
     x = torch.randn(2, 3, 8, device=device, dtype=dtype)
