@@ -24,6 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from kata import scoring
 from kata.course import load_course
 from kata.nbgrader import runtime
 from kata.nbgrader.export import export_course
@@ -452,11 +453,14 @@ def test_autograde_gives_the_points_kata_check_gives(round_trip):
         assert failed and 0 < expected < kata.points, (kata.id, result.outcome, result.message)
         score = grades[("partial", kata.dirname)]
         assert score == pytest.approx(expected, rel=0, abs=1e-9), (kata.id, score, expected)
-        # Exactly: the kata's points times the passed checks' weight over the total weight.
+        # Exactly: the kata's points times the passed checks' weight over the total weight, at most 40% of the points
+        # where a critical check failed (kata.scoring).
         total = sum(c.weight for c in result.checks)
-        assert score == kata.points * sum(c.weight for c in result.checks if c.passed) / total
-        # Losing exactly the failed checks' points: kata points * weight / total weight each.
-        assert kata.points - score == pytest.approx(sum(kata.points * c.weight / total for c in failed), abs=1e-9)
+        uncapped = kata.points * sum(c.weight for c in result.checks if c.passed) / total
+        capped = bool(result.critical_failed)
+        assert score == (min(uncapped, kata.points * scoring.CRITICAL_CAP) if capped else uncapped)
+        if not capped:  # losing exactly the failed checks' points: kata points * weight / total weight each
+            assert kata.points - score == pytest.approx(sum(kata.points * c.weight / total for c in failed), abs=1e-9)
     first = round_trip["katas"][0]
     assert grades[("crasher", first.dirname)] == 0.0
     for forger in forgeries(round_trip["root"]):
