@@ -47,7 +47,8 @@ def test_mutants_are_keyed_by_what_changed_and_skip_type_hints(bench):
 
 
 def test_a_mutants_statement_is_its_lines_and_a_blocks_is_its_header(bench):
-    source = "def f(x,\n      y=1):\n    z = g(x,\n          y)\n    for i in range(3):\n        z = z + i\n    return z\n"
+    source = ("def f(x,\n      y=1):\n    z = g(x,\n          y)\n"
+              "    for i in range(3):\n        z = z + i\n    return z\n")
     statements = bench._statements(source)
     assert (1, 2) in statements  # the def's header, not its body
     assert (3, 4) in statements and (5, 5) in statements and (6, 6) in statements and (7, 7) in statements
