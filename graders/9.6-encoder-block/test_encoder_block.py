@@ -89,6 +89,11 @@ RESIDUAL_DROPOUT_MISSING = Mistake("residual-dropout-missing",
 DROPOUT_AFTER_RESIDUAL = Mistake("dropout-after-residual",
                                  "dropout is applied to the residual sum (Dropout(x + Sublayer(x))), which also drops "
                                  "parts of the input x: drop the sub-layer's output only, x + Dropout(Sublayer(x))")
+SUBLAYER_DROPOUT_MISSING = Mistake("sublayer-dropout-missing",
+                                   "a sub-layer was built without the block's dropout: the contract builds "
+                                   "self_attn = MultiHeadAttention(d_model, n_heads, dropout) and "
+                                   "ffn = FeedForward(d_model, d_ff, dropout), so that the attention weights and the "
+                                   "feed-forward's hidden layer are dropped in training too")
 ATTENTION_ARGUMENTS = Mistake("attention-arguments",
                               "MultiHeadAttention.forward takes (query, key, value, mask=None): for self-attention "
                               "pass the same tensor three times, self_attn(x, x, x, mask)")
@@ -806,6 +811,23 @@ def test_dropout_on_sublayer_outputs(student, device):
         if not is_close(out, expected):
             fail(f"the output differs from norm_2(norm_1(x)) for {context}: something on the residual path is "
                  "dropped", DROPOUT_AFTER_RESIDUAL)
+
+
+def test_sublayers_get_the_dropout(student, device):
+    """self_attn and ffn are built with the block's dropout: each is random in train mode"""
+    p = 0.5
+    block = build_block(student, 8, 2, 16, norm_first=False, device=device, dtype=torch.float64, dropout=p)
+    x = torch.randn(2, 6, 8, device=device, dtype=torch.float64)
+    # Each sub-layer called as the contract names it, in eval mode then in train mode: with dropout 0.5 on 2 * 2 * 6
+    # * 6 attention weights (or 2 * 6 * 16 hidden units), train mode equal to eval mode means no dropout inside.
+    for name, call in (("self_attn", lambda m: m(x, x, x)), ("ffn", lambda m: m(x))):
+        sublayer = getattr(block, name)
+        evaluated = _output(call(sublayer.eval()), x, f"block.{name}")
+        trained = _output(call(sublayer.train()), x, f"block.{name}")
+        if torch.equal(trained, evaluated):
+            fail(f"EncoderBlock(8, 2, 16, dropout={p}).{name} gives in train mode what it gives in eval mode, on x "
+                 f"{describe(x)}: it does nothing random, so it was not built with the block's dropout",
+                 SUBLAYER_DROPOUT_MISSING)
 
 
 def check_dropout_pattern(out, x, p, context):
