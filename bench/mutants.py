@@ -10,10 +10,12 @@ zygotes, `--jobs` at a time, the checks that name no mistake skipped once one ha
 A mutant is *caught* when it does not get full marks; *named* when a check gives it a diagnosis of a
 classic mistake, *localised* when its only diagnoses find the part at fault (ids `fault-in-...`);
 *raised* when it gets no diagnosis but the failure is an exception in the student's code (whose
-traceback shows the line), which the targets do not count. A survivor is either *equivalent*, listed in
-`bench/mutants/equivalent.toml` with the reason no input of the contract can tell it apart, or a gap
-(`bench/mutants/gaps.md`). Targets: at least 98% of the non-equivalent mutants caught, at least 80%
-named or localised.
+traceback shows the line), which the targets do not count. Of those, *raised at the mutation* are the
+ones whose every exception surfaced in the mutated statement itself: the report's "In your code:" shows
+the student the very line at fault. They get a column of their own, beside the target, not in it.
+A survivor is either *equivalent*, listed in `bench/mutants/equivalent.toml` with the reason no input of
+the contract can tell it apart, or a gap (`bench/mutants/gaps.md`). Targets: at least 98% of the
+non-equivalent mutants caught, at least 80% named or localised.
 
 Not mutated, by construction: docstrings and comments (no operator changes a string or a comment), type
 hints (annotations are not evaluated by the checks: `int | None` made `int & None` is no mistake), and a
@@ -100,6 +102,8 @@ class Mutant:
     statuses: dict[str, int] = field(default_factory=dict)  # how many checks ended with each status
     seconds: float = 0.0
     equivalent: str | None = None  # the reason, from the table
+    statement: list[int] = field(default_factory=list)  # the lines of the mutated statement (a block's header only)
+    raised_at: list[int] = field(default_factory=list)  # where each exception surfaced: its innermost line of the file
 
     @property
     def key(self) -> tuple[str, str, str, str, str, int]:
@@ -128,10 +132,18 @@ class Mutant:
     def localised(self) -> bool:
         return self.caught and not self.named and any(d.startswith(LOCALISED) for d in self.diagnoses)
 
+    @property
+    def raised_at_mutation(self) -> bool:
+        """Raised with no diagnosis, and every exception surfaced in the mutated statement: the traceback the
+        report shows points at the mistake itself, not at a later line its wrong value broke."""
+        return (self.caught and self.raised and not self.named and not self.localised and bool(self.raised_at)
+                and set(self.raised_at) <= set(self.statement))
+
     def to_dict(self) -> dict:
         data = asdict(self)
         del data["code"]
         return data | {"caught": self.caught, "named": self.named, "localised": self.localised, "raised": self.raised,
+                       "raised_at_mutation": self.raised_at_mutation,
                        "told_not_implemented": self.told_not_implemented}
 
 
@@ -178,12 +190,24 @@ def _functions(source: str) -> list[tuple[int, int, str]]:
     return spans
 
 
+def _statements(source: str) -> list[tuple[int, int]]:
+    """(first line, last line) of every statement; a block's (def, for, with, ...) is its header only."""
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.stmt):
+            body = getattr(node, "body", None)
+            last = body[0].lineno - 1 if isinstance(body, list) and body else node.end_lineno
+            spans.append((node.lineno, max(node.lineno, last)))
+    return spans
+
+
 def enumerate_mutants(kata: str, source: str, names: list[str] | None = None) -> tuple[list[Mutant], Counter]:
     """Every mutant of `source` the operators make (all of Cosmic Ray's core ones by default), and how many
     were skipped by rule (`annotation`, `duplicate`)."""
     tree = get_ast(source)
     nodes = list(ast_nodes(tree))
     spans = _functions(source)
+    statements = _statements(source)
     lines = source.splitlines()
     mutants: list[Mutant] = []
     skipped: Counter = Counter()
@@ -206,8 +230,10 @@ def enumerate_mutants(kata: str, source: str, names: list[str] | None = None) ->
                 at = changed[0] if changed else node.start_pos[0] - 1
                 after = code.splitlines()[at] if at < len(code.splitlines()) else ""
                 function = next((n for first, last, n in reversed(spans) if first <= at + 1 <= last), "<module>")
+                first, last = min(((a, b) for a, b in statements if a <= at + 1 <= b), key=lambda ab: ab[1] - ab[0],
+                                  default=(at + 1, at + 1))
                 mutants.append(Mutant(kata, name.split("/", 1)[1], this, at + 1, function, _code_only(lines[at]),
-                                      _code_only(after), code=code))
+                                      _code_only(after), code=code, statement=list(range(first, last + 1))))
     counts: Counter = Counter()
     for mutant in mutants:
         mutant.key_occurrence = counts[mutant.key]
@@ -248,6 +274,9 @@ def judge(mutant: Mutant, result: KataResult) -> Mutant:
     mutant.points, mutant.max_points = result.points, result.max_points
     mutant.diagnoses = sorted({d["id"] for c in result.checks for d in c.diagnoses})
     mutant.statuses = dict(Counter(c.status for c in result.checks))
+    ended = ([result.frames] if result.outcome in RAISED else []) + [c.frames for c in result.checks
+                                                                     if c.status == protocol.ERROR]
+    mutant.raised_at = sorted({frames[-1].line for frames in ended if frames})
     return mutant
 
 
@@ -287,10 +316,13 @@ def summarise(mutants: list[Mutant]) -> dict:
     row = {"mutants": len(mutants), "equivalent": len(mutants) - len(live), "caught": len(caught),
            "named": sum(m.named for m in live), "localised": sum(m.localised for m in live),
            "raised": sum(m.caught and m.raised and not m.named and not m.localised for m in live),
+           "raised_at_mutation": sum(m.raised_at_mutation for m in live),
            "told_not_implemented": sum(m.told_not_implemented for m in live),
            "survivors": [m.to_dict() for m in live if not m.caught]}
     row["caught_share"] = len(caught) / len(live) if live else 1.0
     row["named_or_localised_share"] = (row["named"] + row["localised"]) / len(live) if live else 1.0
+    row["or_raised_at_mutation_share"] = ((row["named"] + row["localised"] + row["raised_at_mutation"]) / len(live)
+                                          if live else 1.0)
     return row
 
 
@@ -364,14 +396,16 @@ def main(argv: list[str] | None = None) -> int:
                           "stale_equivalent": [list(k) for k in stale],
                           "equivalent_but_caught": [m.to_dict() for m in wrong]}, indent=2))
         return 0 if ok else 1
-    print(f"{'kata':<6}{'mutants':>8}{'equiv':>7}{'caught':>8}{'named':>7}{'local':>7}{'raised':>8}{'stub?':>7}"
-          f"{'caught %':>10}{'named|loc %':>13}")
+    print(f"{'kata':<6}{'mutants':>8}{'equiv':>7}{'caught':>8}{'named':>7}{'local':>7}{'raised':>8}{'at mut':>8}"
+          f"{'stub?':>7}{'caught %':>10}{'named|loc %':>13}{'+at mut %':>11}")
     for kata, row in [*report.items(), ("all", everything)]:
         print(f"{kata:<6}{row['mutants']:>8}{row['equivalent']:>7}{row['caught']:>8}{row['named']:>7}"
-              f"{row['localised']:>7}{row['raised']:>8}{row['told_not_implemented']:>7}"
-              f"{row['caught_share']:>10.1%}{row['named_or_localised_share']:>13.1%}")
-    print("raised: no diagnosis, but an exception in the student's code (its traceback shows the line); stub?: "
-          "told 'not implemented yet' (torch's NotImplementedError taken for the stub's), a wrong message")
+              f"{row['localised']:>7}{row['raised']:>8}{row['raised_at_mutation']:>8}{row['told_not_implemented']:>7}"
+              f"{row['caught_share']:>10.1%}{row['named_or_localised_share']:>13.1%}"
+              f"{row['or_raised_at_mutation_share']:>11.1%}")
+    print("raised: no diagnosis, but an exception in the student's code (its traceback shows the line); at mut: of "
+          "those, the ones whose every exception surfaced in the mutated statement itself (outside the target); "
+          "stub?: told 'not implemented yet' (torch's NotImplementedError taken for the stub's), a wrong message")
     print(f"\ntargets: caught >= {TARGET_CAUGHT:.0%} of the non-equivalent mutants, named or localised >= "
           f"{TARGET_NAMED:.0%}: {'met' if ok else 'NOT met'}")
     for kata, row in report.items():

@@ -7,6 +7,7 @@ import torch
 
 from kata.grading.scan import scan
 from kata.toolkit import CheckFailed, ErrorPattern, Mistake, assert_close
+from kata.toolkit.common import own_value_error
 from kata.toolkit.compare import assert_finite, is_close, tolerance, unlike
 from kata.toolkit.gradients import gradcheck
 
@@ -87,6 +88,16 @@ def test_error_patterns_match_message_and_code():
     assert pattern.matches("RuntimeError: sizes must match", "return e / e.sum(-1)")
     assert not pattern.matches("RuntimeError: sizes must match", "return e / total")
     assert not pattern.matches("ValueError: nope", "return e / e.sum(-1)")
+
+
+def test_the_students_own_value_error_is_told_from_torchs():
+    pattern = own_value_error("The contract's only ValueError: an odd d_model.")
+    assert pattern.mistake.id == "value-error-on-valid-input" and "an odd d_model" in pattern.mistake.explanation
+    assert pattern.matches("ValueError: d_model must be even, got 8", 'raise ValueError(f"d_model must be even")')
+    # torch's own ValueError (nn.Dropout(p=-1)) surfaces on the student's line that called torch: not theirs.
+    assert not pattern.matches("ValueError: dropout probability has to be between 0 and 1, but got -1",
+                               "self.dropout = nn.Dropout(dropout)")
+    assert not pattern.matches("TypeError: bad operand", "raise TypeError('bad operand')")
 
 
 def test_gradcheck_agrees_with_torch_on_a_correct_function():

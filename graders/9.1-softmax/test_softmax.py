@@ -8,7 +8,7 @@ import torch
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
 from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged, check_output_like
-from kata.toolkit.compare import assert_finite, describe, matching_mistakes, tolerance, unlike
+from kata.toolkit.compare import assert_finite, describe, is_close, matching_mistakes, tolerance, unlike
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st, tensors
 
@@ -35,7 +35,31 @@ MAX_WRONG_DIM = Mistake("max-wrong-dim",
                         "the maximum is taken along another dimension than the sum: subtracting a constant "
                         "leaves softmax unchanged only if it is the same for the whole slice along `dim`, so "
                         "take the maximum along `dim` too (keepdim=True)")
+# Localisation (no classic mistake matched): softmax is exponentials, then a division by their sum. Either the
+# output is a distribution along `dim` and so the division holds, or it is the softmax times one factor per slice
+# and so the exponentials hold. Each says only what is true of the values; neither, and nothing is said.
+FAULT_IN_EXPONENTIALS = Mistake(
+    "fault-in-exponentials",
+    "every slice of yours sums to 1 along `dim`, so the division by the sum holds, but the values are not "
+    "proportional to exp(x): the fault is before the division, in what is exponentiated or how")
+FAULT_IN_NORMALISATION = Mistake(
+    "fault-in-normalisation",
+    "your values are the softmax times one factor per slice along `dim` (the exponentials are right), but the "
+    "slices do not sum to 1: the fault is in the division by the sum of the exponentials along `dim`")
 
+
+def localise(out, expected: torch.Tensor, dim: int, rtol: float, atol: float):
+    """The `localise` of `assert_close` for one softmax output: which of the two steps is at fault, if either."""
+    def find() -> tuple[Mistake, ...]:
+        if out.shape != expected.shape or out.dtype != expected.dtype or not torch.isfinite(out).all():
+            return ()  # another shape or dtype, NaN or inf: nothing to compare step by step
+        sums = out.sum(dim=dim, keepdim=True)
+        if is_close(sums, torch.ones_like(sums), rtol=rtol, atol=atol * out.shape[dim]):
+            return (FAULT_IN_EXPONENTIALS,)
+        if is_close(out, expected * sums, rtol=rtol, atol=atol):
+            return (FAULT_IN_NORMALISATION,)
+        return ()
+    return find
 
 
 def wrong_dim(other: int) -> Mistake:
@@ -114,7 +138,8 @@ def test_matches_torch_softmax(student, device, dtype):
         expected = torch.softmax(x, dim=dim)
         assert_close(out, expected, what="torch.softmax", rtol=rtol, atol=atol,
                      context=f"x of shape {tuple(shape)}, dim={dim}", mistakes=unlike(expected, mistakes_for(x, dim),
-                                                                                   rtol=rtol, atol=atol))
+                                                                                   rtol=rtol, atol=atol),
+                     localise=localise(out, expected, dim, rtol, atol))
 
 
 def test_default_dim_is_last(student, device, dtype):
@@ -122,9 +147,11 @@ def test_default_dim_is_last(student, device, dtype):
     x = torch.randn(3, 4, 5, device=device, dtype=dtype)
     rtol, atol = conditioned(x)
     expected = torch.softmax(x, dim=-1)
-    assert_close(student.softmax(x), expected, what="torch.softmax(x, dim=-1)", rtol=rtol, atol=atol,
+    out = student.softmax(x)
+    assert_close(out, expected, what="torch.softmax(x, dim=-1)", rtol=rtol, atol=atol,
                  context="softmax(x) called without dim", mistakes=unlike(expected, mistakes_for(x, -1), rtol=rtol,
-                                                                         atol=atol))
+                                                                         atol=atol),
+                 localise=localise(out, expected, -1, rtol, atol))
 
 
 def test_large_logits_stay_finite(student, device, dtype):
@@ -139,7 +166,8 @@ def test_large_logits_stay_finite(student, device, dtype):
         assert_finite(out, context=context, mistakes=matching_mistakes(out, mistakes_for(x, dim)))
         expected = torch.softmax(x, dim=dim)
         assert_close(out, expected, what="torch.softmax", rtol=rtol, atol=atol, context=context,
-                     mistakes=unlike(expected, mistakes_for(x, dim), rtol=rtol, atol=atol))
+                     mistakes=unlike(expected, mistakes_for(x, dim), rtol=rtol, atol=atol),
+                     localise=localise(out, expected, dim, rtol, atol))
 
 
 def test_all_equal_logits_are_uniform(student, device, dtype):
@@ -223,5 +251,7 @@ def test_half_precision_forward(student, device, dtype):
     x = torch.randn(4, 16, 32, device=device, dtype=dtype) * 8
     rtol = torch.finfo(dtype).eps * (x.abs().amax().item() + 4)
     expected = torch.softmax(x.float(), dim=-1).to(dtype)
-    assert_close(student.softmax(x, dim=-1), expected, what="torch.softmax computed in float32",
-                 context=f"x {describe(x)}", rtol=rtol, mistakes=unlike(expected, mistakes_for(x, -1), rtol=rtol))
+    out = student.softmax(x, dim=-1)
+    assert_close(out, expected, what="torch.softmax computed in float32", context=f"x {describe(x)}", rtol=rtol,
+                 mistakes=unlike(expected, mistakes_for(x, -1), rtol=rtol),
+                 localise=localise(out, expected, -1, rtol, tolerance(dtype)[1]))

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from kata.toolkit import Mistake, assert_close, fail
-from kata.toolkit.common import check_inputs_unchanged
+from kata.toolkit.common import check_inputs_unchanged, own_value_error
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.properties import given, st
 
@@ -115,9 +115,18 @@ FAULT_IN_FREQUENCIES = Mistake("fault-in-frequencies",
                                "your table is sin(pos * w_i), cos(pos * w_i) with the positions right, but some "
                                "frequency w_i (read off your row 1) is not 1 / 10000^(2i / d_model): look at how "
                                "you compute the frequencies")
+FAULT_IN_FORWARD = Mistake("fault-in-forward",
+                           "your buffer pe holds the right table, but forward (in eval mode) does not return "
+                           "x + pe[:seq_len]: the fault is in how forward combines x with the table's first seq_len "
+                           "rows")
 FAULT_IN_EMBEDDING_SCALE = Mistake("fault-in-embedding-scale",
                                    "your output is the looked-up embedding times a constant other than "
                                    "sqrt(d_model): the lookup is right, the scale is not")
+
+ERROR_PATTERNS = [
+    own_value_error("The contract's ValueErrors: an odd d_model, and a sequence longer than max_len (one of exactly "
+                    "max_len positions fits)"),
+]
 
 # ---- the formula, and the tables the classic mistakes build (float64) --------------------------------
 
@@ -256,6 +265,19 @@ def student_table(student, max_len, d_model) -> torch.Tensor:
     return pe.detach().to("cpu", torch.float64)
 
 
+def forward_at_fault(out, x: torch.Tensor, module, max_len: int) -> tuple[Mistake, ...]:
+    """The localisation of a PositionalEncoding's wrong output `out` for `x`: its own buffer, moved with the module
+    as a buffer is, holding the right table puts the fault in forward. Nothing when the output's shape, dtype or
+    device is wrong, or the table is (the table's own checks say what is wrong with it)."""
+    pe = buffer_table(module, max_len, x.size(-1)).detach()
+    if not isinstance(out, torch.Tensor) or (out.shape, out.dtype, out.device) != (x.shape, x.dtype, x.device) \
+            or (pe.dtype, pe.device) != (x.dtype, x.device):
+        return ()
+    # A half-precision buffer (the module moved .to(dtype)) holds each entry to within its rounding.
+    atol = max(pe_atol(max_len), torch.finfo(pe.dtype).eps)
+    return (FAULT_IN_FORWARD,) if is_close(pe.double().cpu(), table(max_len, x.size(-1)), rtol=0, atol=atol) else ()
+
+
 def buffer_table(module, max_len, d_model) -> torch.Tensor:
     """The module's `pe` buffer, checked to be (max_len, d_model) as the contract says."""
     pe = getattr(module, "pe", None)
@@ -301,7 +323,7 @@ def positional_mistakes(x, max_len, d_model, pe=None) -> dict:
     }
     if batch <= max_len and batch != seq:
         found[ALONG_BATCH] = lambda: x + pe[:batch, None, :]
-    if truth:
+    if truth and seq > 1:  # one position is row 0 (or row 1 for some mistake): too few to tell a table's mistake
         for mistake in classic_tables(d_model):
             found[mistake] = lambda m=mistake: x + table(max_len, d_model, m)[:seq].to(x.device, x.dtype)
     return found
@@ -491,9 +513,12 @@ def test_forward_adds_positions(student, device, dtype):
         x = torch.randn(batch, seq, d_model, device=device, dtype=dtype)
         expected = x + table(max_len, d_model)[:seq].to(device, dtype)
         # The table holds float32 values even after .to(float64): its tolerance applies to both dtypes.
-        assert_close(module(x.clone()), expected, what="x + PE[:seq]", atol=max(pe_atol(seq), 1e-5),
+        out = module(x.clone())
+        assert_close(out, expected, what="x + PE[:seq]", atol=max(pe_atol(seq), 1e-5),
                      context=f"PositionalEncoding({d_model}, max_len={max_len}) in eval, x {describe(x)}",
-                     mistakes=positional_mistakes(x, max_len, d_model))
+                     mistakes=positional_mistakes(x, max_len, d_model),
+                     localise=lambda out=out, x=x, module=module, max_len=max_len: forward_at_fault(out, x, module,
+                                                                                                    max_len))
 
 
 @given(batch=st.integers(1, 3), seq=st.integers(1, 12), half=st.integers(1, 8), extra=st.integers(0, 4),
@@ -503,9 +528,11 @@ def test_forward_any_shape(student, batch, seq, half, extra, seed):
     d_model, max_len = 2 * half, seq + extra
     x = torch.randn(batch, seq, d_model, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
     module = student.PositionalEncoding(d_model, max_len=max_len, dropout=0.0).to(torch.float64).eval()
-    assert_close(module(x.clone()), x + table(max_len, d_model)[:seq], what="x + PE[:seq]", atol=pe_atol(seq),
+    out = module(x.clone())
+    assert_close(out, x + table(max_len, d_model)[:seq], what="x + PE[:seq]", atol=pe_atol(seq),
                  context=f"PositionalEncoding({d_model}, max_len={max_len}), x {describe(x)}",
-                 mistakes=positional_mistakes(x, max_len, d_model))
+                 mistakes=positional_mistakes(x, max_len, d_model),
+                 localise=lambda: forward_at_fault(out, x, module, max_len))
 
 
 def test_too_long_raises(student):
@@ -642,6 +669,7 @@ def test_half_precision_forward(student, device, dtype):
     x = embedded.detach()
     # One rounding of pe to half precision, one of the sum: 2 ulps of values up to ~8.
     atol = 8e-3 if dtype == torch.float16 else 6e-2
-    assert_close(module(x.clone()), (x.double() + table(64, d_model)[:9].to(device)).to(dtype), what="x + PE[:seq]",
+    out = module(x.clone())
+    assert_close(out, (x.double() + table(64, d_model)[:9].to(device)).to(dtype), what="x + PE[:seq]",
                  atol=atol, context=f"PositionalEncoding({d_model}) in {dtype}",
-                 mistakes=positional_mistakes(x, 64, d_model))
+                 mistakes=positional_mistakes(x, 64, d_model), localise=lambda: forward_at_fault(out, x, module, 64))

@@ -30,6 +30,7 @@ from kata.toolkit.common import (
     check_batch_independence,
     check_gradients_equal,
     check_inputs_unchanged,
+    own_value_error,
 )
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.localise import localise, reference_part, swapped
@@ -79,6 +80,10 @@ MASK_NOT_BOOL = Mistake("mask-not-bool",
                         "a mask is a float tensor, and torch defines &, | and ~ for bool (and integer) tensors only: "
                         "the masks are bool, True where attention is allowed; tokens != pad_id is bool already, "
                         "keep it so (no .float())")
+XAVIER_ON_VECTORS = Mistake("xavier-on-vectors",
+                            "Xavier (Glorot) initialisation was asked of a parameter with fewer than 2 dimensions (a "
+                            "bias or a LayerNorm's gamma): it needs a matrix's fan in and fan out. Initialise only the "
+                            "parameters with p.dim() > 1 and leave the vectors as their modules made them")
 ERROR_PATTERNS = [  # one pattern per mistake: each names it once
     ErrorPattern(MASKS_SWAPPED, message=_SIZE_MISMATCH,
                  code=r"memory\s*,\s*tgt_mask\s*,\s*src_mask\b|\b(decode|decoder)\(.*\btgt_mask\s*,\s*src_mask\s*\)"
@@ -88,6 +93,10 @@ ERROR_PATTERNS = [  # one pattern per mistake: each names it once
     ErrorPattern(MASK_NOT_BOOL, message=r"not implemented for '(Float|Double|Half|BFloat16)'|~ \(operator\.invert\) "
                                         r"is only implemented on integer and Boolean|only supports boolean masks",
                  code=r"mask|causal|padding"),
+    # torch's own ValueError, raised from the student's initialisation line: Xavier needs a matrix.
+    ErrorPattern(XAVIER_ON_VECTORS, message=r"Fan in and fan out can not be computed", code=r"xavier|glorot"),
+    own_value_error("The contract's only ValueError of its own: tie_embeddings=True with src_vocab_size != "
+                    "tgt_vocab_size (untied embeddings may have any two vocabularies)"),
 ]
 TGT_WITH_SRC_EMBED = Mistake("tgt-embedded-with-src-embed",
                              "the target tokens went through src_embed: use tgt_embed for tgt")

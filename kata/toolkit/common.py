@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from kata.grading.failure import Mistake, fail
+from kata.grading.failure import ErrorPattern, Mistake, fail
 from kata.toolkit import remote
 from kata.toolkit.compare import assert_close, assert_finite, describe
 
@@ -30,6 +30,16 @@ DROPOUT_IN_EVAL = Mistake("dropout-in-eval",
                           "dropout still acts in eval mode: use nn.Dropout modules (they follow .train() and "
                           ".eval()), or F.dropout(x, p, training=self.training); F.dropout(x, p) alone always "
                           "drops")
+
+
+def own_value_error(contract: str) -> ErrorPattern:
+    """For `ERROR_PATTERNS`: the student's own `raise ValueError` ended a check, every input of which the contract
+    allows (a check that wants a ValueError catches it), so the condition guarding that raise is wrong. Known
+    only from the line that raised (a raise statement of the student's file), not from torch's ValueErrors."""
+    return ErrorPattern(Mistake("value-error-on-valid-input",
+                                "your own `raise ValueError` fired for an input the contract allows: the condition "
+                                f"guarding that raise is wrong. {contract}"),
+                        message=r"^ValueError\b", code=r"^raise\b")
 
 
 def _names(*mistakes: Mistake):

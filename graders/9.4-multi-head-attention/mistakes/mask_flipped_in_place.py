@@ -1,6 +1,8 @@
 """Planted mistake: attention written inline, the blocked positions found with mask.logical_not_(),
-which flips the caller's mask in place (logical_not makes a new tensor)."""
+which flips the caller's mask in place (logical_not makes a new tensor). Written whole, its forward leaves
+dropout out."""
 # expect: modifies-input
+# also: no-dropout-in-training
 
 
 class MultiHeadAttention(MultiHeadAttention):

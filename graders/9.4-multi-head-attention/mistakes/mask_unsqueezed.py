@@ -1,5 +1,7 @@
-"""Planted mistake: the mask unsqueezed at dim 1, as the Annotated Transformer does for its (batch, 1, k_len) masks."""
+"""Planted mistake: the mask unsqueezed at dim 1, as the Annotated Transformer does for its (batch, 1, k_len) masks.
+Written whole, its forward leaves dropout out."""
 # expect: mask-unsqueezed
+# also: no-dropout-in-training
 
 
 class MultiHeadAttention(MultiHeadAttention):

@@ -1,5 +1,7 @@
-"""Planted mistake: the values are projected from `key` (fine for self-attention, wrong for cross-attention)."""
+"""Planted mistake: the values are projected from `key` (fine for self-attention, wrong for cross-attention).
+Written whole, its forward leaves dropout out."""
 # expect: value-from-key
+# also: no-dropout-in-training
 
 
 class MultiHeadAttention(MultiHeadAttention):

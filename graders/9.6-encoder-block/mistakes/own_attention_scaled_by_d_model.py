@@ -1,6 +1,7 @@
-"""Planted mistake: a self-attention of the student's own that scales the scores by sqrt(d_model), not sqrt(d_k)."""
+"""Planted mistake: a self-attention of the student's own that scales the scores by sqrt(d_model), not sqrt(d_k).
+It drops no attention weight in training either."""
 # expect: fault-in-self-attention
-# also: fault-in-encoder-block
+# also: fault-in-encoder-block sublayer-dropout-missing
 
 
 class SelfAttention(MultiHeadAttention):
