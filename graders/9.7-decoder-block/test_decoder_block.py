@@ -238,8 +238,15 @@ def diagnose_mask(student, size) -> tuple[Mistake, ...]:
         return ()
     if not isinstance(mask, torch.Tensor) or mask.shape != (size, size):
         return ()
-    mask = mask.cpu().bool() if mask.dtype == torch.bool else mask.cpu() == 0
+    mask = mask.cpu().bool() if mask.dtype == torch.bool else allowed_in_floats(mask.cpu())
     return tuple(m for m, wrong in mask_mistakes(size).items() if torch.equal(mask, wrong))
+
+
+def allowed_in_floats(mask: torch.Tensor) -> torch.Tensor:
+    """Where a float mask lets a query attend, read in the convention its values show: 1 / 0 is the course's
+    True / False in floats (1 = may attend); anything else (0 / -inf, nn.Transformer's) is added to the scores,
+    so 0 = may attend. A float mask of the right positions is then not taken for an inverted one."""
+    return mask != 0 if bool(((mask == 0) | (mask == 1)).all()) else mask == 0
 
 
 def padding_mask(batch, length, device, generator=None):
@@ -571,7 +578,7 @@ def test_causal_mask(student, device):
         if mask.dtype != torch.bool:
             diagnoses = ()
             if mask.shape == (size, size) and size > 1:
-                as_bool = (mask == 0).cpu()  # 0 / -inf floats: 0 where allowed
+                as_bool = allowed_in_floats(mask.cpu())
                 diagnoses = tuple(m for m, w in mask_mistakes(size).items() if torch.equal(as_bool, w))
             fail(f"{context} returned a {mask.dtype} mask: masks in this course are bool, True = may attend "
                  "(a float 0 / -inf mask is nn.Transformer's convention)", *diagnoses)
