@@ -143,6 +143,10 @@ TIED_UNASKED = Mistake("tied-when-not-asked",
 NOT_XAVIER = Mistake("not-xavier-init",
                      "the matrices are not Xavier-uniform initialised: after building the model, "
                      "for p in self.parameters(): if p.dim() > 1: nn.init.xavier_uniform_(p)")
+NORMS_REINITIALISED = Mistake("norms-reinitialised",
+                              "a norm's gamma or beta does not start at 1 or 0: the initialisation reached the "
+                              "vectors too. Xavier is for the matrices only (p.dim() > 1); the norms start at "
+                              "gamma = 1 and beta = 0, as LayerNorm builds them")
 NO_DROPOUT = Mistake("dropout-missing",
                      "the model gives the same output twice in training mode although dropout > 0: pass `dropout` "
                      "to the positional encoding, the encoder and the decoder")
@@ -767,6 +771,16 @@ def test_xavier_initialisation(student):
             fail(f"{name} {tuple(p.shape)} has values up to {largest:.3g} with standard deviation {spread:.3g}; "
                  f"Xavier uniform gives U(-{bound:.3g}, {bound:.3g}), standard deviation {bound / math.sqrt(3):.3g}",
                  NOT_XAVIER)
+
+
+def test_norms_start_at_one_and_zero(student):
+    """Every norm starts at gamma = 1 and beta = 0: the initialisation leaves the vectors alone"""
+    model = build(student, src_vocab=300, tgt_vocab=200, d_model=32, n_heads=4, d_ff=64, n_layers=1)
+    for name, p in model.named_parameters():
+        start = {"gamma": 1.0, "beta": 0.0}.get(name.rsplit(".", 1)[-1])
+        if start is not None and p.dim() == 1 and not bool((p.detach() == start).all()):
+            fail(f"{name} {tuple(p.shape)} starts at values from {float(p.detach().min()):.3g} to "
+                 f"{float(p.detach().max()):.3g}, not {start:g} everywhere", NORMS_REINITIALISED)
 
 
 # ---- modes, inputs, devices -------------------------------------------------------------------------
