@@ -133,11 +133,15 @@ class Mutant:
         return self.caught and not self.named and any(d.startswith(LOCALISED) for d in self.diagnoses)
 
     @property
+    def raised_only(self) -> bool:
+        """Caught by an exception of its own code, with no diagnosis."""
+        return self.caught and self.raised and not self.named and not self.localised
+
+    @property
     def raised_at_mutation(self) -> bool:
         """Raised with no diagnosis, and every exception surfaced in the mutated statement: the traceback the
         report shows points at the mistake itself, not at a later line its wrong value broke."""
-        return (self.caught and self.raised and not self.named and not self.localised and bool(self.raised_at)
-                and set(self.raised_at) <= set(self.statement))
+        return self.raised_only and bool(self.raised_at) and set(self.raised_at) <= set(self.statement)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -315,7 +319,7 @@ def summarise(mutants: list[Mutant]) -> dict:
     caught = [m for m in live if m.caught]
     row = {"mutants": len(mutants), "equivalent": len(mutants) - len(live), "caught": len(caught),
            "named": sum(m.named for m in live), "localised": sum(m.localised for m in live),
-           "raised": sum(m.caught and m.raised and not m.named and not m.localised for m in live),
+           "raised": sum(m.raised_only for m in live),
            "raised_at_mutation": sum(m.raised_at_mutation for m in live),
            "told_not_implemented": sum(m.told_not_implemented for m in live),
            "survivors": [m.to_dict() for m in live if not m.caught]}

@@ -238,15 +238,18 @@ def diagnose_mask(student, size) -> tuple[Mistake, ...]:
         return ()
     if not isinstance(mask, torch.Tensor) or mask.shape != (size, size):
         return ()
-    mask = mask.cpu().bool() if mask.dtype == torch.bool else allowed_in_floats(mask.cpu())
-    return tuple(m for m, wrong in mask_mistakes(size).items() if torch.equal(mask, wrong))
+    return mask_mistakes_shown(mask)
 
 
-def allowed_in_floats(mask: torch.Tensor) -> torch.Tensor:
-    """Where a float mask lets a query attend, read in the convention its values show: 1 / 0 is the course's
-    True / False in floats (1 = may attend); anything else (0 / -inf, nn.Transformer's) is added to the scores,
-    so 0 = may attend. A float mask of the right positions is then not taken for an inverted one."""
-    return mask != 0 if bool(((mask == 0) | (mask == 1)).all()) else mask == 0
+def mask_mistakes_shown(mask: torch.Tensor) -> tuple[Mistake, ...]:
+    """The mask mistakes a (size, size) mask is, bool or float. A float mask is read in the convention its values
+    show: 1 / 0 is the course's True / False in floats (1 = may attend); anything else (0 / -inf, nn.Transformer's)
+    is added to the scores, so 0 = may attend. A float mask of the right positions is then not taken for an
+    inverted one."""
+    mask = mask.cpu()
+    if mask.dtype != torch.bool:
+        mask = mask != 0 if bool(((mask == 0) | (mask == 1)).all()) else mask == 0
+    return tuple(m for m, wrong in mask_mistakes(mask.size(0)).items() if torch.equal(mask, wrong))
 
 
 def padding_mask(batch, length, device, generator=None):
@@ -578,8 +581,7 @@ def test_causal_mask(student, device):
         if mask.dtype != torch.bool:
             diagnoses = ()
             if mask.shape == (size, size) and size > 1:
-                as_bool = allowed_in_floats(mask.cpu())
-                diagnoses = tuple(m for m, w in mask_mistakes(size).items() if torch.equal(as_bool, w))
+                diagnoses = mask_mistakes_shown(mask)
             fail(f"{context} returned a {mask.dtype} mask: masks in this course are bool, True = may attend "
                  "(a float 0 / -inf mask is nn.Transformer's convention)", *diagnoses)
         assert_close(mask, tril(size, device), name=context, what="the lower triangle, diagonal included",

@@ -778,9 +778,10 @@ def test_norms_start_at_one_and_zero(student):
     model = build(student, src_vocab=300, tgt_vocab=200, d_model=32, n_heads=4, d_ff=64, n_layers=1)
     for name, p in model.named_parameters():
         start = {"gamma": 1.0, "beta": 0.0}.get(name.rsplit(".", 1)[-1])
-        if start is not None and p.dim() == 1 and not bool((p.detach() == start).all()):
-            fail(f"{name} {tuple(p.shape)} starts at values from {float(p.detach().min()):.3g} to "
-                 f"{float(p.detach().max()):.3g}, not {start:g} everywhere", NORMS_REINITIALISED)
+        values = p.detach()
+        if start is not None and values.dim() == 1 and not bool((values == start).all()):
+            fail(f"{name} {tuple(values.shape)} starts at values from {float(values.min()):.3g} to "
+                 f"{float(values.max()):.3g}, not {start:g} everywhere", NORMS_REINITIALISED)
 
 
 # ---- modes, inputs, devices -------------------------------------------------------------------------
