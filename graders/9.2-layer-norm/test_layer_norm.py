@@ -223,15 +223,12 @@ def make_module(student, d, device="cpu", dtype=torch.float32, eps=None, gamma=N
     if not remote.is_a(module, "Module"):
         fail(f"LayerNorm(d_model) should build an nn.Module, got {remote.type_name(module)}")
     if gamma is not None:
-        try:
-            load_state(module, {"gamma": gamma, "beta": beta})
-        except NotImplementedError:
-            raise
-        except RuntimeError as exc:
+        def mismatch(exc):
             plain = any(isinstance(getattr(module, n, None), torch.Tensor) and not isinstance(
                 getattr(module, n), nn.Parameter) for n in ("gamma", "beta"))
             fail(f"could not load nn.LayerNorm's weight and bias as LayerNorm({d})'s `gamma` and `beta` "
                  f"(parameters of shape ({d},)): {exc}", *((NOT_PARAMETERS,) if plain else ()))
+        load_state(module, {"gamma": gamma, "beta": beta}, mismatch)
     return module.to(device=device, dtype=dtype)
 
 

@@ -477,15 +477,12 @@ def make_head(student, device, dtype, state=None, d_model=D_MODEL, d_head=D_HEAD
         fail(f"AttentionHead(...) should be an nn.Module, got {remote.type_name(head)}")
     head = head.to(device=device, dtype=dtype)
     state = head_state(device, dtype, d_model, d_head) if state is None else state
-    try:
-        load_state(head, state)
-    except NotImplementedError:
-        raise
-    except RuntimeError:
+    def mismatch(_):
         got = {name: tuple(p.shape) for name, p in head.state_dict().items()}
         want = {name: tuple(t.shape) for name, t in state.items()}
         fail(f"AttentionHead({d_model}, {d_head}) should hold exactly the parameters {want} "
              f"(three nn.Linear(d_model, d_head) named w_q, w_k, w_v), got {got}")
+    load_state(head, state, mismatch)
     head.eval()
     return head, state
 

@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from kata.toolkit import CheckFailed, Mistake, fail, remote
+from kata.toolkit import CheckFailed, ErrorPattern, Mistake, fail, remote
 from kata.toolkit import assert_close as toolkit_assert_close
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
@@ -152,7 +152,13 @@ FAULT_IN_OUTPUT = Mistake(
     "localised: everything up to w_o is right, but your module's output is not what w_o returned: return "
     "w_o(concatenated heads) as it is (nothing added after it, such as a residual or a norm)")
 
+D_K_FLOAT = Mistake(
+    "d-k-float",
+    "a size given to view or reshape is a float, and sizes are ints: in Python 3, d_model / n_heads is a float "
+    "(12 / 3 = 4.0); d_k = d_model // n_heads is an int")
+
 ERROR_PATTERNS = [
+    ErrorPattern(D_K_FLOAT, message=r"(view|reshape)\(\): argument .* tuple of ints,\s*but got float"),
     own_value_error("Every check builds MultiHeadAttention with a d_model that n_heads divides: the contract's only "
                     "ValueError is `if d_model % n_heads != 0: raise ValueError(...)`, in __init__"),
 ]
@@ -191,15 +197,12 @@ def make_pair(student, device, dtype, d_model=D_MODEL, n_heads=N_HEADS, dropout=
         fail(f"MultiHeadAttention(...) should be an nn.Module, got {remote.type_name(mine)}")
     mine = mine.to(device=device, dtype=dtype)
     state = {k: v.clone() for k, v in split_state(ref).items()}
-    try:
-        load_state(mine, state)
-    except NotImplementedError:
-        raise
-    except RuntimeError:
+    def mismatch(_):
         got = {name: tuple(t.shape) for name, t in mine.state_dict().items()}
         want = {name: tuple(t.shape) for name, t in state.items()}
         fail(f"MultiHeadAttention({d_model}, {n_heads}) should hold exactly the parameters {want} (four "
              f"nn.Linear(d_model, d_model) named w_q, w_k, w_v, w_o), got {got}")
+    load_state(mine, state, mismatch)
     return mine.eval(), ref, state
 
 

@@ -105,16 +105,13 @@ def build(student, d_model, d_ff, dropout=None):
 
 
 def load(module, state: dict, d_model: int, d_ff: int) -> None:
-    try:
-        load_state(module, state)
-    except NotImplementedError:
-        raise
-    except RuntimeError as exc:
+    def mismatch(exc):
         linear_1 = getattr(module, "linear_1", None)
         ignored = remote.is_a(linear_1, "Linear") and linear_1.out_features != d_ff
         fail(f"could not load torch's weights into FeedForward({d_model}, {d_ff}): it should have "
              f"linear_1 = nn.Linear({d_model}, {d_ff}) and linear_2 = nn.Linear({d_ff}, {d_model}), with biases, "
              f"and no other parameters. torch says: {exc}", *((D_FF_IGNORED,) if ignored else ()))
+    load_state(module, state, mismatch)
 
 
 def pair(student, d_model, d_ff, device="cpu", dtype=torch.float32, dropout=None):

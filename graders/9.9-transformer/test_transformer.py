@@ -33,6 +33,7 @@ from kata.toolkit.common import (
     own_value_error,
 )
 from kata.toolkit.compare import describe, is_close
+from kata.toolkit.defaults import WRONG_DEFAULT
 from kata.toolkit.localise import localise, reference_part, swapped
 from kata.toolkit.properties import given, settings, st
 from kata.toolkit.torch_layers import (
@@ -70,6 +71,10 @@ ENCODER_UNMASKED = Mistake("src-mask-not-in-encoder",
 TGT_MASK_IGNORED = Mistake("tgt-mask-ignored",
                            "the decoder's self-attention ran without tgt_mask: pass it on, "
                            "self.decoder(x, memory, src_mask, tgt_mask)")
+CAUSAL_ADDED = Mistake("causal-mask-added-inside",
+                       "forward adds a causal mask of its own to tgt_mask: the caller forms tgt_mask complete "
+                       "(target_mask(tgt, pad_id) for training) and the model passes it on as given; tgt_mask=None "
+                       "means no mask at all")
 MASKS_SWAPPED = Mistake("masks-swapped",
                         "src_mask and tgt_mask were swapped in the decoder call: Decoder.forward takes "
                         "(x, memory, src_mask, tgt_mask)")
@@ -396,25 +401,39 @@ def logits_of(model, src, tgt, src_mask, tgt_mask, context):
     return out
 
 
+# The tgt_mask a forward check hands the model: its description, and how it is made from tgt.
+TGT_MASKS = {
+    "target": ("target_mask(tgt, pad_id)", tgt_mask_for),
+    "padding": ("the target's padding mask alone, (batch, 1, 1, tgt_len): no causal part", pad_mask),
+    "none": ("None: no mask at all", lambda tgt: None),
+}
+
+
 def compare_forward(student, device, dtype, *, batch, src_len, tgt_len, src_lengths=None, tgt_lengths=None,
-                    seed=0, generator=None, **options):
-    """The student's logits against the truth, on random padded inputs."""
+                    seed=0, generator=None, tgt_masking="target", **options):
+    """The student's logits against the truth, on random padded inputs, with the tgt_mask TGT_MASKS names."""
     model = ready(student, device, dtype, seed=seed, **options)
     v_src, v_tgt = vocab_sizes(options)
     src = tokens(batch, src_len, v_src, device, lengths=src_lengths, generator=generator)
     tgt = tokens(batch, tgt_len, v_tgt, device, lengths=tgt_lengths, generator=generator)
-    src_mask, tgt_mask = pad_mask(src), tgt_mask_for(tgt)
+    mask_text, mask_of = TGT_MASKS[tgt_masking]
+    src_mask, tgt_mask = pad_mask(src), mask_of(tgt)
     context = (f"{'pre' if options.get('norm_first') else 'post'}-norm, "
                f"{'tied' if options.get('tie') else 'untied'}, {options.get('n_layers', 2)} layers, "
                f"src {describe(src)} (real lengths {src_lengths or [src_len] * batch}), "
-               f"tgt {describe(tgt)} (real lengths {tgt_lengths or [tgt_len] * batch}), {dtype}")
+               f"tgt {describe(tgt)} (real lengths {tgt_lengths or [tgt_len] * batch}), tgt_mask {mask_text}, "
+               f"{dtype}")
     truth = Truth(model, options.get("n_heads", SMALL["n_heads"]), options.get("norm_first", False))
     out = logits_of(model, src, tgt, src_mask, tgt_mask, context)
     expected = truth.logits(src, tgt, src_mask, tgt_mask)
+    mistakes = truth.mistakes(src, tgt, src_mask, tgt_mask)
+    if tgt_masking != "target":  # a mask without the causal part: one the model must not make causal itself
+        with_causal = causal(tgt_len, device) if tgt_mask is None else tgt_mask & causal(tgt_len, device)
+        mistakes[CAUSAL_ADDED] = lambda: truth.logits(src, tgt, src_mask, with_causal)
     sizes = {**SMALL, **{k: v for k, v in options.items() if k in SMALL}}
     assert_close(out, expected, name="logits",
                  what="nn.TransformerEncoder/Decoder with your weights (plus embedding, positions, generator)",
-                 context=context, rtol=RTOL.get(dtype), mistakes=truth.mistakes(src, tgt, src_mask, tgt_mask),
+                 context=context, rtol=RTOL.get(dtype), mistakes=mistakes,
                  localise=localise_model(model, src, tgt, src_mask, tgt_mask, expected.detach(),
                                          rtol=RTOL.get(dtype), n_layers=options.get("n_layers", 2),
                                          norm_first=options.get("norm_first", False), max_len=64, dropout=0.0, **sizes))
@@ -514,6 +533,13 @@ def test_any_shape_matches_torch(student, batch, src_len, tgt_len, data, norm_fi
     compare_forward(student, "cpu", torch.float64, batch=batch, src_len=src_len, tgt_len=tgt_len,
                     src_lengths=src_lengths, tgt_lengths=tgt_lengths, norm_first=norm_first, tie=tie,
                     n_layers=n_layers, seed=seed % 1000, generator=torch.Generator().manual_seed(seed))
+
+
+def test_tgt_mask_used_as_given(student, device):
+    """tgt_mask reaches the decoder as the caller formed it: None is no mask, a padding mask alone stays non-causal"""
+    for seed, masking in ((7, "none"), (8, "padding")):
+        compare_forward(student, device, torch.float64, seed=seed, batch=2, src_len=4, tgt_len=5, src_lengths=[4, 2],
+                        tgt_lengths=[5, 3], tgt_masking=masking)
 
 
 def test_encode_decode_compose(student, device):
@@ -735,6 +761,21 @@ def count_diagnosis(model, difference, vocab, d_model) -> tuple[Mistake, ...]:
                  if not remote.same(part(model, name), shared))
 
 
+def default_at_fault(count, tie) -> tuple[Mistake, ...]:
+    """The one size default (n_layers, d_ff or norm_first) whose other value gives exactly `count` parameters for
+    Transformer(37000, 37000) with the defaults: read from the count alone (the model has no values on meta)."""
+    contract = {"d_model": 512, "d_ff": 2048, "n_layers": 6, "norm_first": False}
+    others = [*({"n_layers": n} for n in range(1, 25) if n != 6), {"norm_first": True},
+              *({"d_ff": f} for f in range(1, 8193) if f != 2048)]
+    fits = [changed for changed in others
+            if expected_count(PAPER_VOCAB, PAPER_VOCAB, **{**contract, **changed}, tie=tie) == count]
+    if len(fits) != 1:
+        return ()
+    (name, value), = fits[0].items()
+    return (Mistake(WRONG_DEFAULT.id, f"your Transformer builds {name}={value!r} when {name} is left out: the "
+                    f"contract's signature says {name}={contract[name]!r}, so write that default in yours"),)
+
+
 def test_base_parameter_count(student):
     """The paper's base model with a shared 37,000-token vocabulary has exactly 63,082,496 parameters"""
     for tie, paper in ((True, 63_082_496), (False, None)):
@@ -749,6 +790,7 @@ def test_base_parameter_count(student):
         difference = count - expected
         found = count_diagnosis(model, difference, PAPER_VOCAB, 512) if tie else (
             (NO_BIAS_UNTIED,) if difference == -PAPER_VOCAB else ())
+        found = found or default_at_fault(count, tie)
         del model
         if count != expected:
             fail(f"{context} has {count:,} parameters, expected {expected:,} (12 blocks: 44,138,496; "

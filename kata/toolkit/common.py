@@ -71,11 +71,24 @@ def check_inputs_unchanged(call: Callable[[], object], inputs: Mapping[str, torc
                  MODIFIES_INPUT)
 
 
-def load_state(module, state: Mapping[str, torch.Tensor]) -> None:
+def load_state(module, state: Mapping[str, torch.Tensor],
+               on_mismatch: Callable[[RuntimeError], object] | None = None) -> None:
     """`module.load_state_dict(state, strict=True)`, except that a parameter the student's module also holds under
     a second name (an `nn.Sequential` over its own `linear_1` and `linear_2`: `net.0.weight` is `linear_1.weight`)
     is loaded once, through its contract name: a second name for the same tensor is not a parameter of its own.
-    Any other mismatch raises torch's RuntimeError, as the strict load does."""
+    Any other mismatch goes to `on_mismatch` (a check's failure, in its kata's words) with torch's RuntimeError, or
+    raises that error without one. A stub's NotImplementedError, a RuntimeError too, always propagates as itself."""
+    try:
+        _load_state(module, state)
+    except NotImplementedError:
+        raise
+    except RuntimeError as exc:
+        if on_mismatch is None:
+            raise
+        on_mismatch(exc)
+
+
+def _load_state(module, state: Mapping[str, torch.Tensor]) -> None:
     try:
         module.load_state_dict(state, strict=True)
     except RuntimeError:
