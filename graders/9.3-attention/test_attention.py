@@ -17,7 +17,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
-from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged, load_state
+from kata.toolkit.common import (
+    bias_missing,
+    check_follows_the_device,
+    check_gradients_equal,
+    check_inputs_unchanged,
+    load_state,
+)
 from kata.toolkit.compare import describe, is_close, matching_mistakes
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.localise import once_each, recorded
@@ -443,6 +449,15 @@ def test_inputs_not_modified(student, device):
                            hint="use ~mask or mask.logical_not(), which make a new tensor, not mask.logical_not_()")
 
 
+def test_new_tensors_follow_the_inputs(student):
+    """Tensors the attention creates are made on the inputs' device (seen on torch's meta device, on every machine)"""
+    q, k, v = (torch.empty(2, 4, 8, device="meta"), torch.empty(2, 5, 8, device="meta"),
+               torch.empty(2, 5, 6, device="meta"))
+    mask = torch.empty(2, 4, 5, dtype=torch.bool, device="meta")
+    check_follows_the_device(lambda: call(student, q, k, v, mask)[0],
+                             "scaled_dot_product_attention on q, k, v and a mask on the meta device")
+
+
 # ---- AttentionHead ---------------------------------------------------------------------------------------
 
 D_MODEL, D_HEAD = 12, 4
@@ -481,7 +496,7 @@ def make_head(student, device, dtype, state=None, d_model=D_MODEL, d_head=D_HEAD
         got = {name: tuple(p.shape) for name, p in head.state_dict().items()}
         want = {name: tuple(t.shape) for name, t in state.items()}
         fail(f"AttentionHead({d_model}, {d_head}) should hold exactly the parameters {want} "
-             f"(three nn.Linear(d_model, d_head) named w_q, w_k, w_v), got {got}")
+             f"(three nn.Linear(d_model, d_head) named w_q, w_k, w_v), got {got}", *bias_missing(head, state))
     load_state(head, state, mismatch)
     head.eval()
     return head, state

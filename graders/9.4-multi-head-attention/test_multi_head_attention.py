@@ -31,6 +31,7 @@ from kata.toolkit import CheckFailed, ErrorPattern, Mistake, fail, remote
 from kata.toolkit import assert_close as toolkit_assert_close
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
+    bias_missing,
     check_batch_independence,
     check_gradients_equal,
     check_inputs_unchanged,
@@ -201,7 +202,7 @@ def make_pair(student, device, dtype, d_model=D_MODEL, n_heads=N_HEADS, dropout=
         got = {name: tuple(t.shape) for name, t in mine.state_dict().items()}
         want = {name: tuple(t.shape) for name, t in state.items()}
         fail(f"MultiHeadAttention({d_model}, {n_heads}) should hold exactly the parameters {want} (four "
-             f"nn.Linear(d_model, d_model) named w_q, w_k, w_v, w_o), got {got}")
+             f"nn.Linear(d_model, d_model) named w_q, w_k, w_v, w_o), got {got}", *bias_missing(mine, state))
     load_state(mine, state, mismatch)
     return mine.eval(), ref, state
 

@@ -11,6 +11,8 @@ from torch import nn
 from kata.toolkit import Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
+    bias_missing,
+    check_follows_the_device,
     check_gradients_equal,
     check_inputs_unchanged,
     check_output_like,
@@ -110,7 +112,8 @@ def load(module, state: dict, d_model: int, d_ff: int) -> None:
         ignored = remote.is_a(linear_1, "Linear") and linear_1.out_features != d_ff
         fail(f"could not load torch's weights into FeedForward({d_model}, {d_ff}): it should have "
              f"linear_1 = nn.Linear({d_model}, {d_ff}) and linear_2 = nn.Linear({d_ff}, {d_model}), with biases, "
-             f"and no other parameters. torch says: {exc}", *((D_FF_IGNORED,) if ignored else ()))
+             f"and no other parameters. torch says: {exc}",
+             *((D_FF_IGNORED,) if ignored else bias_missing(module, state)))
     load_state(module, state, mismatch)
 
 
@@ -397,6 +400,13 @@ def test_keeps_dtype_and_device(student, device, dtype):
     module, _ = pair(student, 8, 16, device, dtype)
     x = torch.randn(2, 3, 8, device=device, dtype=dtype)
     check_output_like(call(module, x), x, f"FeedForward(8, 16).to({device}, {dtype})")
+
+
+def test_new_tensors_follow_the_input(student):
+    """Tensors forward creates are made on the input's device (seen on torch's meta device, on every machine)"""
+    module = student.FeedForward(8, 16, dropout=0.5)  # in train mode: the dropout runs too
+    check_follows_the_device(lambda: call(module.to("meta"), torch.empty(2, 3, 8, device="meta")),
+                             "FeedForward(8, 16, dropout=0.5).to('meta') on x (2, 3, 8) on the meta device")
 
 
 # Loosened for half precision: near-zero outputs are sums of d_ff products whose rounding error is set by

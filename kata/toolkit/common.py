@@ -15,6 +15,7 @@ imports it (`DROPOUT_IN_EVAL` for a dropout check of its own).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 import torch
@@ -30,6 +31,16 @@ DROPOUT_IN_EVAL = Mistake("dropout-in-eval",
                           "dropout still acts in eval mode: use nn.Dropout modules (they follow .train() and "
                           ".eval()), or F.dropout(x, p, training=self.training); F.dropout(x, p) alone always "
                           "drops")
+ON_DEFAULT_DEVICE = Mistake("tensor-on-default-device",
+                            "a tensor your code creates lands on the default device (the CPU), not on the input's: "
+                            "on a GPU that is a device mismatch. Create it where the input is (torch.zeros(..., "
+                            "device=x.device), torch.zeros_like(x), torch.full_like(x, ...)), or register it as a "
+                            "buffer so that .to() moves it")
+BIAS_MISSING = Mistake("bias-missing",
+                       "a linear layer was built without its bias (bias=False, or a bare weight matrix): the "
+                       "contract's layers are nn.Linear with a bias, x W^T + b, as in the paper")
+# torch's words for a tensor of another device met by a meta tensor (and, on a GPU, by a CUDA one).
+_DEVICE_MISMATCH = re.compile(r"is not on the expected device|Expected all tensors to be on the same device")
 
 
 def own_value_error(contract: str) -> ErrorPattern:
@@ -88,6 +99,18 @@ def load_state(module, state: Mapping[str, torch.Tensor],
         on_mismatch(exc)
 
 
+@_names(BIAS_MISSING)
+def bias_missing(module, state: Mapping[str, torch.Tensor]) -> tuple[Mistake, ...]:
+    """(BIAS_MISSING,) when all that `module` lacks of `state` is biases: it holds every other tensor of `state`,
+    with its shape, and nothing else (a grader's load failure adds it)."""
+    held = {name: tuple(t.shape) for name, t in module.state_dict().items()}
+    missing = [name for name in state if name not in held]
+    alike = all(held[name] == tuple(t.shape) for name, t in state.items() if name in held)
+    if missing and alike and set(held) < set(state) and all(name.endswith("bias") for name in missing):
+        return (BIAS_MISSING,)
+    return ()
+
+
 def _load_state(module, state: Mapping[str, torch.Tensor]) -> None:
     try:
         module.load_state_dict(state, strict=True)
@@ -98,6 +121,30 @@ def _load_state(module, state: Mapping[str, torch.Tensor]) -> None:
         if not extra or any(name not in held for name in state) or not aliases:
             raise
         module.load_state_dict(state, strict=False)
+
+
+@_names(ON_DEFAULT_DEVICE)
+def check_follows_the_device(run: Callable[[], object], what: str) -> None:
+    """`run()` runs the student's code on inputs (and a module) on torch's meta device, which every machine has:
+    tensors with shapes and no storage. Its output must be there too: a tensor made on the default device (no
+    `device=`) meets the input as on a GPU, and torch refuses, so a CPU-only grader sees the mistake. What else the
+    meta device cannot do (read a value with .item() or `if`, an operation it lacks) says nothing of the student's
+    code: the check then leaves the devices to the others. The stub's NotImplementedError is the stub's."""
+    try:
+        out = run()
+    except NotImplementedError as exc:
+        if "Meta" not in str(exc):
+            raise
+        return
+    except remote.StudentForbidden:
+        raise
+    except remote.StudentError as exc:
+        if _DEVICE_MISMATCH.search(exc.message):
+            fail(f"{what} raised {exc.type_name}: {exc.message}", ON_DEFAULT_DEVICE)
+        return
+    if isinstance(out, torch.Tensor) and out.device.type != "meta":
+        fail(f"{what} returned {describe(out)} for inputs on the meta device: the output should be on the input's "
+             "device", ON_DEFAULT_DEVICE)
 
 
 def check_output_like(out, x: torch.Tensor, what: str, *, context: str = "", finite: bool = False,
