@@ -35,6 +35,10 @@ MAX_WRONG_DIM = Mistake("max-wrong-dim",
                         "the maximum is taken along another dimension than the sum: subtracting a constant "
                         "leaves softmax unchanged only if it is the same for the whole slice along `dim`, so "
                         "take the maximum along `dim` too (keepdim=True)")
+NORMALISER_DETACHED = Mistake("normaliser-detached",
+                              "the sum of the exponentials was cut from the graph (computed under torch.no_grad(), "
+                              "or detached): the output is right, but its gradient misses the sum's part. Compute "
+                              "e.sum(dim=dim, keepdim=True) with gradients")
 # Localisation (no classic mistake matched): softmax is exponentials, then a division by their sum. Either the
 # output is a distribution along `dim` and so the division holds, or it is the softmax times one factor per slice
 # and so the exponentials hold. Each says only what is true of the values; neither, and nothing is said.
@@ -214,17 +218,23 @@ def test_gradcheck(student):
         gradcheck(lambda t, dim=dim: student.softmax(t, dim=dim), (x,), context=f"x of shape {shape}, dim={dim}")
 
 
+def _normaliser_detached(x, dim):
+    e = torch.exp(x - x.amax(dim=dim, keepdim=True))
+    return e / e.sum(dim=dim, keepdim=True).detach()
+
+
 def test_gradients_match_torch(student, device, dtype):
     """Gradients equal torch.softmax's"""
     x = torch.randn(3, 5, 4, device=device, dtype=dtype)
     weights = torch.randn(3, 5, 4, device=device, dtype=dtype)
     for dim in (-1, 1):
-        mine = x.clone().requires_grad_(True)
-        theirs = x.clone().requires_grad_(True)
+        mine, theirs, detached = (x.clone().requires_grad_(True) for _ in range(3))
         (student.softmax(mine, dim=dim) * weights).sum().backward()
         (torch.softmax(theirs, dim=dim) * weights).sum().backward()
+        (_normaliser_detached(detached, dim) * weights).sum().backward()
         check_gradients_equal({"x": mine.grad}, {"x": theirs.grad}, what="torch.softmax's gradient",
-                              context=f"x {describe(x)}, dim={dim}")
+                              context=f"x {describe(x)}, dim={dim}",
+                              mistakes={"x": {NORMALISER_DETACHED: detached.grad}})
 
 
 @pytest.mark.structural

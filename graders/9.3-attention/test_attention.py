@@ -81,6 +81,9 @@ QUERIES_FROM_CONTEXT = Mistake("context-ignored",
 
 # ---- where the fault is, when no classic mistake matched (localisation) ----------------------------------
 
+HEAD_MASK_IGNORED = Mistake("head-mask-ignored",
+                            "AttentionHead.forward does not pass its mask on to the attention: every key stays "
+                            "visible. Call scaled_dot_product_attention(q, k, v, mask)")
 FAULT_AFTER_SOFTMAX = Mistake("fault-in-weighted-sum",
                               "your weights equal SDPA's but your output does not, so the fault is after the "
                               "softmax, where the weights average the values: output = weights @ v, "
@@ -515,6 +518,8 @@ def head_mistakes(state, x, context=None, mask=None, *, part=0) -> dict:
         SCALE_BY_D_MODEL: lambda: hand_head(state, x, context, mask, scale=1 / math.sqrt(d_model))[part],
         SCALE_BY_D_K: lambda: hand_head(state, x, context, mask, scale=1 / d_head)[part],
     }
+    if mask is not None:
+        found[HEAD_MASK_IGNORED] = lambda: hand_head(state, x, context, None)[part]
     if context is not None:
         found[CONTEXT_IGNORED] = lambda: hand_head(state, x, context, mask, kv_from_x=True)[part]
         found[QUERIES_FROM_CONTEXT] = lambda: hand_head(state, x, context, mask, q_from_context=True)[part]

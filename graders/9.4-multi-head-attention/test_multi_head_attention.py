@@ -131,6 +131,11 @@ DROPOUT_ON_OUTPUT = Mistake(
     "dropout zeroes elements of the attention's output (the heads' outputs, or the module's output), not "
     "attention weights: drop the weights, dropout(weights) @ v, so that a query loses whole keys")
 
+WEIGHTS_AVERAGED = Mistake(
+    "attn-weights-averaged-over-heads",
+    "attn_weights holds the heads' weights averaged, (batch, q_len, k_len): keep every head's, (batch, n_heads, "
+    "q_len, k_len), as nn.MultiheadAttention does with average_attn_weights=False")
+
 # ---- localisation, when no classic mistake matches ----------------------------------------------------------
 
 FAULT_IN_INPUTS = Mistake(
@@ -531,11 +536,13 @@ def test_attn_weights(student, device):
     if not isinstance(weights, torch.Tensor):
         fail(f"after forward, attn_weights should hold that call's weights (batch, heads, q_len, k_len), got "
              f"{remote.type_name(weights)}")
+    _, expected = torch_forward(ref, query, memory, memory, mask)
     if tuple(weights.shape) != (2, N_HEADS, 3, 5):
         unsqueezed = is_close(weights, model(state, N_HEADS, query, memory, memory, mask, mask_unsqueezed=True)[1])
+        averaged = is_close(weights, expected.mean(dim=1))
         fail(f"attn_weights should be (batch, heads, q_len, k_len) = (2, {N_HEADS}, 3, 5), got "
-             f"{tuple(weights.shape)} for {context}", *((MASK_UNSQUEEZED,) if unsqueezed else ()))
-    _, expected = torch_forward(ref, query, memory, memory, mask)
+             f"{tuple(weights.shape)} for {context}",
+             *((MASK_UNSQUEEZED,) if unsqueezed else (WEIGHTS_AVERAGED,) if averaged else ()))
     assert_close(weights, expected, name="attn_weights",
                  what="nn.MultiheadAttention's weights (need_weights=True, average_attn_weights=False)",
                  context=context, mistakes=mistakes_for(state, N_HEADS, query, memory, memory, mask, part=1,
