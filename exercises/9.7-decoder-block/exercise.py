@@ -109,8 +109,9 @@ class DecoderBlock(nn.Module):
             memory:   (batch, src_len, d_model), the encoder's output.
             src_mask: None, or bool broadcastable to (batch, n_heads, tgt_len, src_len), True = may
                       attend; usually the source padding mask (batch, 1, 1, src_len). Cross-attention only.
-            tgt_mask: None, or bool broadcastable to (batch, n_heads, tgt_len, tgt_len); usually
-                      causal_mask(tgt_len), possibly combined with a target padding mask. Self-attention only.
+            tgt_mask: None (no mask: every target position sees every other), or bool broadcastable to
+                      (batch, n_heads, tgt_len, tgt_len); usually causal_mask(tgt_len), possibly combined
+                      with a target padding mask. Self-attention only.
 
         Returns:
             (batch, tgt_len, d_model), x's dtype and device.

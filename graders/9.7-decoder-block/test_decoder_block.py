@@ -78,6 +78,9 @@ CAUSAL_IN_CROSS = Mistake("causal-mask-in-cross-attention",
 TGT_MASK_IGNORED = Mistake("tgt-mask-ignored",
                            "the target mask does not reach the self-attention: self_attn(x, x, x, tgt_mask), and in "
                            "the Decoder pass it to every block")
+CAUSAL_WHEN_NONE = Mistake("causal-mask-when-none",
+                           "with tgt_mask=None your block masks causally all the same: None means no mask (every "
+                           "target position sees every other); the caller passes causal_mask when it wants one")
 SRC_MASK_IGNORED = Mistake("src-mask-ignored",
                            "the source padding mask does not reach the cross-attention: cross_attn(x, memory, "
                            "memory, src_mask), and in the Decoder pass it to every block")
@@ -263,6 +266,8 @@ def padding_mask(batch, length, device, generator=None):
 
 
 def target_mask(kind, batch, length, device):
+    if kind == "none":
+        return None
     if kind == "causal":
         return tril(length, device)  # (T, T)
     return tril(length, device) & padding_mask(batch, length, device)  # (batch, 1, T, T)
@@ -371,8 +376,9 @@ def reference_copy(reference, module, n_layers, d_model, n_heads, d_ff, *, norm_
     return ref.eval()
 
 
-def _candidates(run, src_mask, tgt_mask, norm_first) -> dict:
-    """Mistake -> zero-argument function computing its output, for a block (or stack) runner `run`."""
+def _candidates(run, src_mask, tgt_mask, norm_first, causal) -> dict:
+    """Mistake -> zero-argument function computing its output, for a block (or stack) runner `run` (`causal`: the
+    causal mask of the target's length)."""
     found = {
         (POST_FOR_PRE if norm_first else PRE_FOR_POST): run(norm_first=not norm_first),
         MISSING_RESIDUAL: run(residual=False),
@@ -398,6 +404,8 @@ def _candidates(run, src_mask, tgt_mask, norm_first) -> dict:
         found[CAUSAL_IN_CROSS] = run(cross_mask=tgt_mask)
     if src_mask is not None and not bool(src_mask.all()):
         found[SRC_MASK_IGNORED] = run(cross_mask=None)
+    if tgt_mask is None and not bool(causal.all()):
+        found[CAUSAL_WHEN_NONE] = run(self_mask=causal)
     for order in NORM_ORDERS:
         found[Mistake(NORMS_MIXED.id, f"{NORMS_MIXED.explanation} (yours: {', '.join(order)})")] = run(norms=order)
     return found
@@ -410,7 +418,7 @@ def block_mistakes(ref, x, memory, src_mask, tgt_mask, *, norm_first) -> dict:
                 return block_variant(ref, x, memory, self_mask, cross_mask, norm_first=norm_first, **kw)
         return compute
 
-    return _candidates(run, src_mask, tgt_mask, norm_first)
+    return _candidates(run, src_mask, tgt_mask, norm_first, tril(x.size(1), x.device))
 
 
 def decoder_mistakes(ref, x, memory, src_mask, tgt_mask, *, norm_first) -> dict:
@@ -423,7 +431,7 @@ def decoder_mistakes(ref, x, memory, src_mask, tgt_mask, *, norm_first) -> dict:
                 return ref.norm(h) if final_norm else h
         return compute
 
-    found = _candidates(run, src_mask, tgt_mask, norm_first)
+    found = _candidates(run, src_mask, tgt_mask, norm_first, tril(x.size(1), x.device))
     if norm_first:
         found[MISSING_FINAL_NORM] = run(final_norm=False)
     return found
@@ -608,8 +616,8 @@ def test_causal_mask_device(student):
 # The block and the stack against PyTorch
 
 
-def _check_block_against_torch(student, reference, device, dtype, norm_first):
-    for batch, tgt_len, src_len, d_model, n_heads, d_ff, src_pad, kind in BLOCK_CASES:
+def _check_block_against_torch(student, reference, device, dtype, norm_first, cases=BLOCK_CASES):
+    for batch, tgt_len, src_len, d_model, n_heads, d_ff, src_pad, kind in cases:
         block = build_block(student, d_model, n_heads, d_ff, norm_first=norm_first, device=device, dtype=dtype)
         layer = torch_twin(block, n_heads, norm_first=norm_first)
         ref = reference_twin(reference, layer, None, d_model, n_heads, d_ff, norm_first=norm_first,
@@ -626,6 +634,13 @@ def _check_block_against_torch(student, reference, device, dtype, norm_first):
                      mistakes=block_mistakes(ref, x, memory, src_mask, tgt_mask, norm_first=norm_first),
                      localise=localise_block(block, x, memory, src_mask, tgt_mask, expected.detach(),
                                              norm_first=norm_first, sizes=(d_model, n_heads, d_ff)))
+
+
+def test_no_tgt_mask_is_no_mask(student, reference, device):
+    """With tgt_mask=None the self-attention is unmasked: every target position sees every other"""
+    for norm_first in (False, True):
+        _check_block_against_torch(student, reference, device, torch.float64, norm_first,
+                                   cases=[(2, 4, 3, 8, 2, 16, True, "none")])
 
 
 @pytest.mark.weight(2)
