@@ -665,6 +665,8 @@ def model_loss(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_inde
         return torch.where(keep, per_token, 0).sum() / keep.numel()
     if reduce == "per-sequence":  # each sequence's mean over its real tokens, then the mean of those
         return (torch.where(keep, per_token, 0).sum(-1) / keep.sum(-1)).mean()
+    if reduce == "per-sequence-padding-0":  # the same, a sequence of padding alone counting 0
+        return (torch.where(keep, per_token, 0).sum(-1) / keep.sum(-1).clamp(min=1)).mean()
     return torch.where(keep, per_token, 0).sum()
 
 
@@ -697,12 +699,14 @@ def loss_mistakes(logits: torch.Tensor, target: torch.Tensor, e: float, ignore_i
     if e > 0:
         found[NO_SMOOTHING] = lambda: model_loss(logits, target, 0.0, ignore_index)
     if ignore_index is not None and bool((target == ignore_index).any()):
-        found[Mistake(PAD_IN_MEAN.id, PAD_IN_MEAN.explanation + " (yours divides by every position, padding "
-                      "included)")] = variant(reduce="divide-by-all")
+        # Sequences of one position: a mean per sequence (a padded one counting 0) also divides by every position.
+        if target.dim() == 1 or target.size(-1) > 1:
+            found[Mistake(PAD_IN_MEAN.id, PAD_IN_MEAN.explanation + " (yours divides by every position, padding "
+                          "included)")] = variant(reduce="divide-by-all")
         found[Mistake(PAD_IN_MEAN.id, PAD_IN_MEAN.explanation + " (yours averages over every position: the "
                       "padding's losses are in it)")] = variant(reduce="all-tokens")
         if target.dim() > 1:
-            found[MEAN_PER_SEQUENCE] = variant(reduce="per-sequence")
+            found[MEAN_PER_SEQUENCE] = (variant(reduce="per-sequence"), variant(reduce="per-sequence-padding-0"))
     return found
 
 

@@ -331,9 +331,13 @@ def test_parameters(student):
             fail(f"LayerNorm({d}).{name} should be float32 (torch's default dtype), got {p.dtype}")
     swapped_init = Mistake(SWAPPED.id, "gamma and beta are initialised the wrong way round: gamma starts at "
                                        "ones (the gain), beta at zeros (the shift)")
+    # Swapped only where both are: a beta that starts at ones beside a gamma at ones is a wrong beta, not a swap.
+    swapped = all(is_close(params[name].detach(), torch.full((d,), 1.0 - value))
+                  for name, value in (("gamma", 1.0), ("beta", 0.0)))
     for name, value in (("gamma", 1.0), ("beta", 0.0)):
         assert_close(params[name].detach(), torch.full((d,), value), name=f"LayerNorm({d}).{name} at initialisation",
-                     what=f"{'ones' if value else 'zeros'}", mistakes={swapped_init: torch.full((d,), 1.0 - value)})
+                     what=f"{'ones' if value else 'zeros'}",
+                     mistakes={swapped_init: torch.full((d,), 1.0 - value)} if swapped else None)
     # The parameters alone: how forward uses them is the business of the checks against nn.LayerNorm, so a
     # wrong variance never shows up here as a parameter problem.
 

@@ -324,8 +324,11 @@ def mistakes_for(state, n_heads, query, key, value, mask=None, *, part=0, weight
         SCALED_BY_D_MODEL: (m(scale=query.size(-1)**-0.5),),
         SCALED_TWICE: (m(scale=1 / d_k),),
         SOFTMAX_OVER_HEADS: (m(softmax_dim=1),),
-        KEY_VALUE_PROJECTIONS_SWAPPED: (m(swap_projections=True),),
     }
+    # Where no query has two keys to weigh, the keys' projection changes nothing: values projected with w_k (and the
+    # keys rightly with w_k) look the same as the two projections swapped, which is then not said.
+    if key.size(1) > 1 and (mask is None or bool((mask.sum(-1) >= 2).any())):
+        found[KEY_VALUE_PROJECTIONS_SWAPPED] = (m(swap_projections=True),)
     if weights_seen is not None:
         found[WRONG_SCALE] = (fitted(),)
     if value is not key:

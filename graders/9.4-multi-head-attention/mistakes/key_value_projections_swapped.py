@@ -1,5 +1,7 @@
-"""Planted mistake: the keys projected with w_v and the values with w_k."""
+"""Planted mistake: the keys projected with w_v and the values with w_k. Where each query has one key to weigh,
+only the values show it: their path is then localised (fault-in-values), which is true of it."""
 # expect: key-value-projections-swapped
+# also: fault-in-values
 
 
 class MultiHeadAttention(MultiHeadAttention):
