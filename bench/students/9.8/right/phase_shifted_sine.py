@@ -26,7 +26,7 @@ class PositionalEncoding(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        batch, seq, d = x.size()
+        _, seq, _ = x.size()
         if seq > self.pe.size(0):
             raise ValueError(f"max_len is {self.pe.size(0)} but the input has {seq} positions")
         positions = self.pe.narrow(0, 0, seq).to(x.dtype)
