@@ -61,6 +61,10 @@ PRE_FOR_POST = Mistake("pre-norm-instead-of-post-norm",
 POST_FOR_PRE = Mistake("post-norm-instead-of-pre-norm",
                        "the block normalises after the residual sum (post-norm: norm(x + Sublayer(x))) although "
                        "norm_first=True asks for pre-norm: x + Sublayer(norm(x)), the residual path left untouched")
+NORM_ON_RESIDUAL = Mistake("norm-on-residual-path",
+                           "with its sub-layers zeroed your pre-norm block returns its norms applied to x, not x "
+                           "itself: the norms act on the residual path (post-norm's norm(x + Sublayer(x)), or x = "
+                           "norm(x) before the sub-layer), where pre-norm leaves it untouched: x + Sublayer(norm(x))")
 MISSING_RESIDUAL = Mistake("missing-residual",
                            "a residual connection is missing: each sub-layer's output must be ADDED to its input "
                            "(x + Sublayer(...)), not replace it")
@@ -653,7 +657,7 @@ def test_residual_paths(student, device, dtype):
         g2, b2 = _param(block, "norm_2.gamma").detach(), _param(block, "norm_2.beta").detach()
         if norm_first:
             expected, what = x, "x itself (the residual path)"
-            mistakes = {MISSING_RESIDUAL: torch.zeros_like(x), POST_FOR_PRE: lambda x=x, n1=(g1, b1), n2=(g2, b2):
+            mistakes = {MISSING_RESIDUAL: torch.zeros_like(x), NORM_ON_RESIDUAL: lambda x=x, n1=(g1, b1), n2=(g2, b2):
                         F.layer_norm(F.layer_norm(x, (8,), *n1), (8,), *n2)}
         else:
             expected = F.layer_norm(F.layer_norm(x, (8,), g1, b1), (8,), g2, b2)

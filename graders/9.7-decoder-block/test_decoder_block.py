@@ -100,6 +100,10 @@ PRE_FOR_POST = Mistake("pre-norm-instead-of-post-norm",
 POST_FOR_PRE = Mistake("post-norm-instead-of-pre-norm",
                        "the block normalises after the residual sum (post-norm: norm(x + Sublayer(x))) although "
                        "norm_first=True asks for pre-norm: x + Sublayer(norm(x))")
+NORM_ON_RESIDUAL = Mistake("norm-on-residual-path",
+                           "with its sub-layers zeroed your pre-norm block returns its norms applied to x, not x "
+                           "itself: the norms act on the residual path (post-norm's norm(x + Sublayer(x)), or x = "
+                           "norm(x) before the sub-layer), where pre-norm leaves it untouched: x + Sublayer(norm(x))")
 MISSING_RESIDUAL = Mistake("missing-residual",
                            "a residual connection is missing: each sub-layer's output must be ADDED to its input "
                            "(x + Sublayer(...)), not replace it")
@@ -925,7 +929,7 @@ def test_residual_paths(student, device, dtype):
 
         if norm_first:
             expected, what = x, "x itself (the residual path)"
-            mistakes = {MISSING_RESIDUAL: torch.zeros_like(x), POST_FOR_PRE: lambda h=x: all_norms(h)}
+            mistakes = {MISSING_RESIDUAL: torch.zeros_like(x), NORM_ON_RESIDUAL: lambda h=x: all_norms(h)}
         else:
             expected, what = all_norms(x), "norm_3(norm_2(norm_1(x)))"
             # Norms in another order are not named here: with the sub-layers zeroed, norms mixed up and sub-layers

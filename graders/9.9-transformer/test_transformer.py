@@ -152,6 +152,10 @@ NORMS_REINITIALISED = Mistake("norms-reinitialised",
                               "a norm's gamma or beta does not start at 1 or 0: the initialisation reached the "
                               "vectors too. Xavier is for the matrices only (p.dim() > 1); the norms start at "
                               "gamma = 1 and beta = 0, as LayerNorm builds them")
+DROPOUT_NOT_PASSED = Mistake("dropout-not-passed-on",
+                             "a part of the model was built without the model's dropout: Transformer(..., dropout) "
+                             "passes it on to PositionalEncoding(d_model, max_len, dropout), the Encoder and the "
+                             "Decoder, so that every dropout of the model drops at that rate")
 NO_DROPOUT = Mistake("dropout-missing",
                      "the model gives the same output twice in training mode although dropout > 0: pass `dropout` "
                      "to the positional encoding, the encoder and the decoder")
@@ -844,6 +848,17 @@ def test_dropout_train_and_eval(student, device):
     truth = Truth(model, SMALL["n_heads"], False)
     assert_close(first, truth.logits(*args), name="eval-mode logits of a model built with dropout=0.3",
                  what="PyTorch's pieces without dropout", rtol=RTOL[torch.float32], mistakes=truth.mistakes(*args))
+
+
+def test_dropout_reaches_every_part(student):
+    """Every dropout of the model drops at the rate the Transformer was given (embeddings' positions included)"""
+    model = build(student, dropout=0.3)
+    drops = [(name or "the model", module) for name, module in list(model.named_modules())
+             if remote.is_a(module, "Dropout")]
+    other = [(name, module.p) for name, module in drops if module.p != 0.3]
+    if other:
+        fail("Transformer(11, 13, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.3): "
+             + ", ".join(f"{name} drops at p={p}" for name, p in other[:4]), DROPOUT_NOT_PASSED)
 
 
 def test_inputs_not_modified(student, device):

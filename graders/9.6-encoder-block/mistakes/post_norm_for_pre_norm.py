@@ -1,5 +1,6 @@
 """Planted mistake: always normalise after the residual sum (post-norm), whatever norm_first says."""
 # expect: post-norm-instead-of-pre-norm
+# also: norm-on-residual-path
 
 
 class EncoderBlock(EncoderBlock):

@@ -1,5 +1,6 @@
 """Planted mistake: norm_first is ignored: the block is always post-norm, as in the paper."""
 # expect: post-norm-instead-of-pre-norm
+# also: norm-on-residual-path
 
 
 class DecoderBlock(DecoderBlock):

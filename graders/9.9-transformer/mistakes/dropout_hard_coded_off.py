@@ -1,5 +1,6 @@
 """Planted mistake: dropout=0.0 hard-coded in every piece (left over from debugging for reproducibility)."""
 # expect: dropout-missing
+# also: dropout-not-passed-on
 
 
 class Transformer(Transformer):
