@@ -499,7 +499,7 @@ def make_head(student, device, dtype, state=None, d_model=D_MODEL, d_head=D_HEAD
         got = {name: tuple(p.shape) for name, p in head.state_dict().items()}
         want = {name: tuple(t.shape) for name, t in state.items()}
         fail(f"AttentionHead({d_model}, {d_head}) should hold exactly the parameters {want} "
-             f"(three nn.Linear(d_model, d_head) named w_q, w_k, w_v), got {got}", *bias_missing(head, state))
+             f"(three nn.Linear(d_model, d_head) named w_q, w_k, w_v), got {got}", *bias_missing(got, state))
     load_state(head, state, mismatch)
     head.eval()
     return head, state

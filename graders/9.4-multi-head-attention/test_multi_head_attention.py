@@ -207,7 +207,7 @@ def make_pair(student, device, dtype, d_model=D_MODEL, n_heads=N_HEADS, dropout=
         got = {name: tuple(t.shape) for name, t in mine.state_dict().items()}
         want = {name: tuple(t.shape) for name, t in state.items()}
         fail(f"MultiHeadAttention({d_model}, {n_heads}) should hold exactly the parameters {want} (four "
-             f"nn.Linear(d_model, d_model) named w_q, w_k, w_v, w_o), got {got}", *bias_missing(mine, state))
+             f"nn.Linear(d_model, d_model) named w_q, w_k, w_v, w_o), got {got}", *bias_missing(got, state))
     load_state(mine, state, mismatch)
     return mine.eval(), ref, state
 

@@ -110,10 +110,11 @@ def load(module, state: dict, d_model: int, d_ff: int) -> None:
     def mismatch(exc):
         linear_1 = getattr(module, "linear_1", None)
         ignored = remote.is_a(linear_1, "Linear") and linear_1.out_features != d_ff
+        held = {name: tuple(t.shape) for name, t in module.state_dict().items()}
         fail(f"could not load torch's weights into FeedForward({d_model}, {d_ff}): it should have "
              f"linear_1 = nn.Linear({d_model}, {d_ff}) and linear_2 = nn.Linear({d_ff}, {d_model}), with biases, "
              f"and no other parameters. torch says: {exc}",
-             *((D_FF_IGNORED,) if ignored else bias_missing(module, state)))
+             *((D_FF_IGNORED,) if ignored else bias_missing(held, state)))
     load_state(module, state, mismatch)
 
 

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
+    NORM_ON_RESIDUAL,
     check_batch_independence,
     check_gradients_equal,
     check_inputs_unchanged,
@@ -61,10 +62,6 @@ PRE_FOR_POST = Mistake("pre-norm-instead-of-post-norm",
 POST_FOR_PRE = Mistake("post-norm-instead-of-pre-norm",
                        "the block normalises after the residual sum (post-norm: norm(x + Sublayer(x))) although "
                        "norm_first=True asks for pre-norm: x + Sublayer(norm(x)), the residual path left untouched")
-NORM_ON_RESIDUAL = Mistake("norm-on-residual-path",
-                           "with its sub-layers zeroed your pre-norm block returns its norms applied to x, not x "
-                           "itself: the norms act on the residual path (post-norm's norm(x + Sublayer(x)), or x = "
-                           "norm(x) before the sub-layer), where pre-norm leaves it untouched: x + Sublayer(norm(x))")
 MISSING_RESIDUAL = Mistake("missing-residual",
                            "a residual connection is missing: each sub-layer's output must be ADDED to its input "
                            "(x + Sublayer(...)), not replace it")

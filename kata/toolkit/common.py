@@ -36,6 +36,10 @@ ON_DEFAULT_DEVICE = Mistake("tensor-on-default-device",
                             "on a GPU that is a device mismatch. Create it where the input is (torch.zeros(..., "
                             "device=x.device), torch.zeros_like(x), torch.full_like(x, ...)), or register it as a "
                             "buffer so that .to() moves it")
+NORM_ON_RESIDUAL = Mistake("norm-on-residual-path",
+                           "with its sub-layers zeroed your pre-norm block returns its norms applied to x, not x "
+                           "itself: the norms act on the residual path (post-norm's norm(x + Sublayer(x)), or x = "
+                           "norm(x) before the sub-layer), where pre-norm leaves it untouched: x + Sublayer(norm(x))")
 BIAS_MISSING = Mistake("bias-missing",
                        "a linear layer was built without its bias (bias=False, or a bare weight matrix): the "
                        "contract's layers are nn.Linear with a bias, x W^T + b, as in the paper")
@@ -100,10 +104,9 @@ def load_state(module, state: Mapping[str, torch.Tensor],
 
 
 @_names(BIAS_MISSING)
-def bias_missing(module, state: Mapping[str, torch.Tensor]) -> tuple[Mistake, ...]:
-    """(BIAS_MISSING,) when all that `module` lacks of `state` is biases: it holds every other tensor of `state`,
-    with its shape, and nothing else (a grader's load failure adds it)."""
-    held = {name: tuple(t.shape) for name, t in module.state_dict().items()}
+def bias_missing(held: Mapping[str, tuple[int, ...]], state: Mapping[str, torch.Tensor]) -> tuple[Mistake, ...]:
+    """(BIAS_MISSING,) when all that a module lacks of `state` is biases: `held`, its state's shapes by name (a
+    grader's load failure has them), holds every other tensor of `state`, with its shape, and nothing else."""
     missing = [name for name in state if name not in held]
     alike = all(held[name] == tuple(t.shape) for name, t in state.items() if name in held)
     if missing and alike and set(held) < set(state) and all(name.endswith("bias") for name in missing):
