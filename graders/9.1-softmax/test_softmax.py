@@ -7,7 +7,13 @@ import pytest
 import torch
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
-from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged, check_output_like
+from kata.toolkit.common import (
+    GRAPH_CUT,
+    INPLACE_BREAKS_BACKWARD,
+    check_gradients_equal,
+    check_inputs_unchanged,
+    check_output_like,
+)
 from kata.toolkit.compare import assert_finite, describe, is_close, matching_mistakes, tolerance, unlike
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st, tensors
@@ -74,6 +80,8 @@ def wrong_dim(other: int) -> Mistake:
 ERROR_PATTERNS = [
     ErrorPattern(SUM_WITHOUT_KEEPDIM, message=r"must match the size of tensor",
                  code=r"\.sum\((?!.*keepdim\s*=\s*True)"),
+    INPLACE_BREAKS_BACKWARD,
+    GRAPH_CUT,
 ]
 
 CASES = [  # (shape, dim): every dim of every shape, negative dims too

@@ -9,7 +9,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
-from kata.toolkit.common import check_gradients_equal, check_inputs_unchanged, check_output_like, load_state
+from kata.toolkit.common import (
+    GRAPH_CUT,
+    check_gradients_equal,
+    check_inputs_unchanged,
+    check_output_like,
+    load_state,
+)
 from kata.toolkit.compare import CheckFailed, describe, is_close, relative_error, unlike
 from kata.toolkit.gradients import gradcheck
 from kata.toolkit.properties import given, st, tensors
@@ -22,7 +28,9 @@ EPS_OUTSIDE = Mistake("eps-outside-root",
                       "eps is added outside the square root, (x - mean) / (std + eps): it belongs inside, "
                       "(x - mean) / sqrt(var + eps)")
 EPS_IGNORED = Mistake("eps-ignored",
-                      "eps is not used: the denominator is sqrt(var + eps), with the eps you were given")
+                      "no eps is added to the variance: the denominator is sqrt(var + eps), with the eps you were "
+                      "given; yours divides by sqrt(var) wherever the variance is above eps (eps unused, or used "
+                      "only as a lower bound for the variance)")
 NO_SQRT = Mistake("no-square-root",
                   "the centred vector is divided by the variance: divide by the standard deviation, "
                   "sqrt(var + eps)")
@@ -54,6 +62,10 @@ NOT_PARAMETERS = Mistake("not-parameters",
                          "gamma and beta must be nn.Parameter objects (nn.Parameter(torch.ones(d_model))): a "
                          "plain tensor attribute is neither trained by the optimiser, nor saved in state_dict, nor "
                          "moved by .to()")
+MODE_DEPENDENT = Mistake("mode-dependent",
+                         "in eval mode your LayerNorm gives another output than in train mode for the same input: "
+                         "layer norm uses each position's own mean and variance in both modes and keeps no running "
+                         "statistics (that is batch norm)")
 # ---- where the fault is, when no classic mistake matched (localisation) ----------------------------------
 # The output's only intermediate is x_hat, recovered exactly as (y - beta) / gamma: each position's x_hat is
 # (x - mean) / sqrt(var + eps), an affine function a·x + b of that position's x. Fitted per position, it
@@ -74,6 +86,7 @@ ERROR_PATTERNS = [
     ErrorPattern(Mistake(NO_KEEPDIM.id, "shapes do not broadcast: most often a mean or a variance lost its "
                          "reduced dimension (keepdim=True is missing)"),
                  message=r"must match the size of tensor|shape .* doesn't match the broadcast shape"),
+    GRAPH_CUT,
 ]
 
 # (shape, eps, scale of x). Scales below 1 make eps matter, so the eps mistakes look distinct.
@@ -307,6 +320,23 @@ def test_matches_nn_layer_norm(student, device, dtype):
                      mistakes=found, localise=lambda d=d, eps=eps, x=x, out=out, gamma=gamma, beta=beta: (
                          normalisation_at_fault(out, x, gamma, beta, eps, lambda g, b: make_module(
                              student, d, device, dtype, eps=eps, gamma=g, beta=b)(x))))
+
+
+@pytest.mark.critical  # a model is evaluated in eval mode: a wrong norm there breaks every prediction
+def test_eval_mode_computes_as_train_mode(student, device):
+    """In eval() mode too, LayerNorm normalises each position by its own statistics"""
+    gamma, beta = affine(8, device)
+    module = make_module(student, 8, device, torch.float64, gamma=gamma, beta=beta)
+    x = inputs((3, 4, 8), device, torch.float64, 2.0) + 5.0  # far from a zero mean and unit variance
+    trained = module(x)  # a training call first, as training makes before any evaluation
+    module.eval()
+    evaluated = module(x)
+    want = torch_ln(x, gamma, beta)
+    context = f"LayerNorm(8) with random gamma and beta, x {describe(x)}, called in train mode and then in eval mode"
+    if is_close(trained, want) and not is_close(evaluated, want):
+        fail(f"in train mode your LayerNorm equals F.layer_norm, in eval mode it does not, for {context}",
+             MODE_DEPENDENT)
+    assert_close(evaluated, want, name="LayerNorm(8)(x) in eval mode", what="F.layer_norm", context=context)
 
 
 def test_parameters(student):

@@ -33,6 +33,7 @@ from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
     bias_missing,
     check_batch_independence,
+    check_follows_the_device,
     check_gradients_equal,
     check_inputs_unchanged,
     load_state,
@@ -126,6 +127,10 @@ WEIGHTS_AFTER_DROPOUT = Mistake(
     "weights-after-dropout",
     "attn_weights holds the weights after dropout (some zeroed, the rest scaled by 1 / (1 - p)): keep the "
     "weights before dropout in self.attn_weights, and use the dropped ones only to average the values")
+WEIGHTS_NOT_KEPT_IN_TRAINING = Mistake(
+    "attn-weights-not-kept-in-training",
+    "after a call in train mode, attn_weights still holds the weights of the earlier eval-mode call: set "
+    "self.attn_weights in every forward, in train mode too (the weights before dropout)")
 DROPOUT_ON_OUTPUT = Mistake(
     "dropout-on-output",
     "dropout zeroes elements of the attention's output (the heads' outputs, or the module's output), not "
@@ -666,6 +671,17 @@ def test_inputs_not_modified(student, device):
                            hint="make new tensors (~mask, mask.unsqueeze(1)) instead")
 
 
+def test_new_tensors_follow_the_inputs(student):
+    """Tensors forward creates are made on the inputs' device (seen on torch's meta device, on every machine)"""
+    mha = student.MultiHeadAttention(D_MODEL, N_HEADS, dropout=0.5).to("meta")  # in train mode: the dropout runs too
+    query, memory = torch.empty(2, 4, D_MODEL, device="meta"), torch.empty(2, 5, D_MODEL, device="meta")
+    mask = torch.empty(2, 1, 1, 5, dtype=torch.bool, device="meta")
+    for what, run in (("no mask", lambda: call(mha, query, memory, memory)),
+                      ("a padding mask (2, 1, 1, 5)", lambda: call(mha, query, memory, memory, mask))):
+        check_follows_the_device(run, f"MultiHeadAttention(d_model, n_heads, dropout=0.5).to('meta') on query "
+                                      f"(2, 4, d_model), key = value (2, 5, d_model) and {what}, on the meta device")
+
+
 def test_dropout(student, device):
     """Dropout on the attention acts in train() only"""
     mine, ref, state = make_pair(student, device, torch.float64, dropout=0.5)
@@ -701,12 +717,17 @@ def test_dropout_on_the_weights(student, device):
     # In eval mode first: a mistake that is not dropout's is named there.
     assert_close(call(mine, x, x, x), heads, what="the concatenated heads", context=f"{context}, in eval mode",
                  mistakes=mistakes_for(state, N_HEADS, x, x, x, weights_seen=lambda: mine.attn_weights))
+    # In train mode on another x: weights left from the eval-mode call must not pass for this call's.
+    eval_weights = weights
     mine.train()
-    context += ", in train mode"
+    x = torch.randn(2, 4, D_MODEL, device=device, dtype=torch.float64)
+    heads, weights = model(state, N_HEADS, x, x, x, w_o=False)
+    context += ", then in train mode on another x"
     out = call(mine, x, x, x)
     seen = mine.attn_weights
     assert_close(seen, weights, name="attn_weights", what="the weights before dropout", context=context,
-                 mistakes={WEIGHTS_AFTER_DROPOUT: lambda: torch.where(seen == 0, 0.0, weights / (1 - p))})
+                 mistakes={WEIGHTS_AFTER_DROPOUT: lambda: torch.where(seen == 0, 0.0, weights / (1 - p)),
+                           WEIGHTS_NOT_KEPT_IN_TRAINING: eval_weights})
     # Each query's output must be some dropout of its weights: each weight zeroed or scaled by 1 / (1 - p), all
     # 2^k_len ways tried.
     v = F.linear(x, state["w_v.weight"], state["w_v.bias"]).unflatten(-1, (N_HEADS, -1)).transpose(1, 2)

@@ -11,6 +11,7 @@ from torch import nn
 from kata.toolkit import Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
+    INPLACE_BREAKS_BACKWARD,
     bias_missing,
     check_follows_the_device,
     check_gradients_equal,
@@ -45,9 +46,14 @@ KEEP_PROB = Mistake("dropout-keep-probability",
                     "not nn.Dropout(1 - dropout)")
 DEFAULT_DROPOUT = Mistake("wrong-default-dropout",
                           "dropout defaults to 0.0: FeedForward(d_model, d_ff) is deterministic even in train mode")
+DROPOUT_MASK_REUSED = Mistake("dropout-mask-reused",
+                              "two calls in train mode dropped exactly the same hidden units: dropout draws a new "
+                              "random mask on every call (nn.Dropout does); a mask kept between calls drops the same "
+                              "units for every batch")
 D_FF_IGNORED = Mistake("d-ff-ignored",
                        "the hidden layer must have d_ff units: linear_1 = nn.Linear(d_model, d_ff) and "
                        "linear_2 = nn.Linear(d_ff, d_model)")
+ERROR_PATTERNS = [INPLACE_BREAKS_BACKWARD]
 
 # ---- where the fault is, when no classic mistake matched: linear_1 and linear_2 traced in one eval forward ----
 
@@ -213,9 +219,9 @@ def test_default_dropout_is_zero(student, device, dtype):
                  mistakes=mistakes_for(x, ref, default_dropout_in_train=True))
 
 
-def _dropout_probe(student, p, device, dtype):
-    """FeedForward(16, 16, p) in train mode with linear_2 = identity plus a bias, so its output minus the
-    bias is the hidden layer after dropout. Returns (its output, relu(linear_1(x)), the bias)."""
+def _probe_module(student, p, device, dtype):
+    """FeedForward(16, 16, p) with linear_2 = identity plus a bias, so that its output minus the bias is the
+    hidden layer after dropout; and torch's layers holding the same weights."""
     d = 16
     module = build(student, d, d, dropout=p)
     ref = reference_ffn(d, d)
@@ -225,8 +231,13 @@ def _dropout_probe(student, p, device, dtype):
         ref[3].weight.copy_(torch.eye(d))
         ref[3].bias.copy_(0.5 + torch.rand(d))  # away from 0, so "dropped" and "kept" outputs differ everywhere
     load(module, weights_of(ref), d, d)
-    module.to(device=device, dtype=dtype)
-    ref.to(device=device, dtype=dtype)
+    return module.to(device=device, dtype=dtype), ref.to(device=device, dtype=dtype)
+
+
+def _dropout_probe(student, p, device, dtype):
+    """The probe module's output in train mode, relu(linear_1(x)) and linear_2's bias."""
+    d = 16
+    module, ref = _probe_module(student, p, device, dtype)
     x = torch.randn(8, 32, d, device=device, dtype=dtype)
     with torch.no_grad():
         module.eval()
@@ -285,6 +296,46 @@ def test_dropout_in_training(student, device, dtype):
             found = (DROPOUT_MISSING,)
         fail(f"{share_dropped:.1%} of the {n} positive hidden units were zeroed for {context}; with dropout={p} "
              f"about {p:.0%} should be", *found)
+
+
+def test_dropout_draws_a_new_mask_each_call(student, device):
+    """Dropout draws a new random mask on every call in train mode"""
+    module = build(student, 16, 64, dropout=0.5).to(device)
+    x = torch.randn(4, 8, 16, device=device)
+    with torch.no_grad():
+        module.eval()
+        plain = call(module, x)
+        module.train()
+        first, second = call(module, x), call(module, x)
+    if torch.equal(first, second) and not is_close(first, plain):  # dropout acts, but alike twice
+        fail("FeedForward(16, 64, dropout=0.5) in train mode gave exactly the same output twice for the same x "
+             f"{describe(x)}: each call should drop a new random set of hidden units", DROPOUT_MASK_REUSED)
+
+
+@pytest.mark.critical  # without gradients through dropout, no model built on it can train
+def test_gradients_through_dropout(student, device):
+    """In train mode, gradients flow through the hidden units dropout kept, scaled by 1 / (1 - p)"""
+    p = 0.3
+    module, ref = _probe_module(student, p, device, torch.float64)
+    module.train()
+    x = torch.randn(8, 4, 16, device=device, dtype=torch.float64)
+    w = torch.randn(8, 4, 16, device=device, dtype=torch.float64)
+    mine = x.clone().requires_grad_(True)
+    out = call(module, mine)
+    with torch.no_grad():
+        pre = ref[0](x)  # linear_1(x), (8, 4, 16)
+        hidden = torch.relu(pre)
+        dropped = out.detach() - ref[3].bias  # the hidden layer after the student's dropout
+        kept = (dropped - hidden / (1 - p)).abs() <= 1e-9 + 1e-7 * hidden.abs()
+        zeroed = dropped.abs() <= 1e-9
+    if not (kept | zeroed).all():
+        return  # not a dropout of the hidden layer: test_dropout_in_training says what it is
+    (out * w).sum().backward()
+    scale = torch.where(kept & (pre > 0), 1 / (1 - p), 0.0)  # d dropped / d pre, unit by unit
+    expected = (w * scale) @ ref[0].weight.detach()  # (8, 4, 16)
+    check_gradients_equal({"x": mine.grad}, {"x": expected}, what="the gradient through the units dropout kept",
+                          context=f"FeedForward(16, 16, dropout={p}) in train mode, x {describe(x)}, loss "
+                                  "(out * w).sum()")
 
 
 def test_no_dropout_in_eval(student, device, dtype):

@@ -29,6 +29,7 @@ from kata.toolkit.common import (
     check_gradients_equal,
     check_inputs_unchanged,
     check_output_like,
+    check_sublayers_get_the_dropout,
 )
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.gradients import gradcheck
@@ -90,11 +91,6 @@ RESIDUAL_DROPOUT_MISSING = Mistake("residual-dropout-missing",
 DROPOUT_AFTER_RESIDUAL = Mistake("dropout-after-residual",
                                  "dropout is applied to the residual sum (Dropout(x + Sublayer(x))), which also drops "
                                  "parts of the input x: drop the sub-layer's output only, x + Dropout(Sublayer(x))")
-SUBLAYER_DROPOUT_MISSING = Mistake("sublayer-dropout-missing",
-                                   "a sub-layer was built without the block's dropout: the contract builds "
-                                   "self_attn = MultiHeadAttention(d_model, n_heads, dropout) and "
-                                   "ffn = FeedForward(d_model, d_ff, dropout), so that the attention weights and the "
-                                   "feed-forward's hidden layer are dropped in training too")
 ATTENTION_ARGUMENTS = Mistake("attention-arguments",
                               "MultiHeadAttention.forward takes (query, key, value, mask=None): for self-attention "
                               "pass the same tensor three times, self_attn(x, x, x, mask)")
@@ -169,6 +165,7 @@ BLOCK_CASES = [
     (3, 6, 12, 3, 20, "padding"),
     (1, 1, 8, 4, 8, None),
     (2, 4, 8, 1, 16, "general"),
+    (2, 5, 8, 2, 16, "square"),  # one (seq, seq) mask for the whole batch: the contract's "broadcastable"
 ]
 
 
@@ -438,7 +435,8 @@ def localise_encoder(reference, encoder, x, mask, expected, *, norm_first, sizes
 
 def make_mask(kind, batch, seq, device, generator=None):
     """None, a padding mask (batch, 1, 1, seq) with >= 1 real token per row, or a general (batch, 1, seq, seq)
-    mask whose diagonal is True (no query is left without a key)."""
+    mask, or one (seq, seq) mask for every sequence ("square"), whose diagonal is True (no query is left without a
+    key)."""
     if kind is None:
         return None
     if kind == "padding":
@@ -448,7 +446,8 @@ def make_mask(kind, batch, seq, device, generator=None):
             lengths[-1] = max(1, seq - 2)
         mask = torch.arange(seq)[None, :] < lengths[:, None]  # (batch, seq)
         return mask[:, None, None, :].to(device)
-    mask = torch.rand(batch, 1, seq, seq, generator=generator) < 0.6
+    shape = (seq, seq) if kind == "square" else (batch, 1, seq, seq)
+    mask = torch.rand(shape, generator=generator) < 0.6
     return (mask | torch.eye(seq, dtype=torch.bool)).to(device)
 
 
@@ -819,16 +818,8 @@ def test_sublayers_get_the_dropout(student, device):
     p = 0.5
     block = build_block(student, 8, 2, 16, norm_first=False, device=device, dtype=torch.float64, dropout=p)
     x = torch.randn(2, 6, 8, device=device, dtype=torch.float64)
-    # Each sub-layer called as the contract names it, in eval mode then in train mode: with dropout 0.5 on 2 * 2 * 6
-    # * 6 attention weights (or 2 * 6 * 16 hidden units), train mode equal to eval mode means no dropout inside.
-    for name, call in (("self_attn", lambda m: m(x, x, x)), ("ffn", lambda m: m(x))):
-        sublayer = getattr(block, name)
-        evaluated = _output(call(sublayer.eval()), x, f"block.{name}")
-        trained = _output(call(sublayer.train()), x, f"block.{name}")
-        if torch.equal(trained, evaluated):
-            fail(f"EncoderBlock(8, 2, 16, dropout={p}).{name} gives in train mode what it gives in eval mode, on x "
-                 f"{describe(x)}: it does nothing random, so it was not built with the block's dropout",
-                 SUBLAYER_DROPOUT_MISSING)
+    check_sublayers_get_the_dropout(block, {"self_attn": lambda m: m(x, x, x), "ffn": lambda m: m(x)},
+                                    f"EncoderBlock(8, 2, 16, dropout={p})", context=f"x {describe(x)}")
 
 
 def check_dropout_pattern(out, x, p, context):

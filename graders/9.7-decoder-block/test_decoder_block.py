@@ -29,6 +29,7 @@ from kata.toolkit.common import (
     check_gradients_equal,
     check_inputs_unchanged,
     check_output_like,
+    check_sublayers_get_the_dropout,
 )
 from kata.toolkit.compare import assert_finite, describe, is_close, matching_mistakes
 from kata.toolkit.gradients import gradcheck
@@ -1019,6 +1020,17 @@ def test_dropout_train_and_eval(student, device):
         expected = still(x, memory, tgt_mask=tgt_mask)
         assert_close(still.train()(x, memory, tgt_mask=tgt_mask), expected, name="output in train mode with dropout=0",
                      what="the output in eval mode", context=context.replace("0.5", "0.0"))
+
+
+def test_sublayers_get_the_dropout(student, device):
+    """self_attn, cross_attn and ffn are built with the block's dropout: each is random in train mode"""
+    p = 0.5
+    block = build_block(student, 8, 2, 16, norm_first=False, device=device, dtype=torch.float64, dropout=p)
+    x = torch.randn(2, 6, 8, device=device, dtype=torch.float64)
+    memory = torch.randn(2, 5, 8, device=device, dtype=torch.float64)
+    check_sublayers_get_the_dropout(block, {"self_attn": lambda m: m(x, x, x), "cross_attn": lambda m: m(
+        x, memory, memory), "ffn": lambda m: m(x)}, f"DecoderBlock(8, 2, 16, dropout={p})",
+        context=f"x {describe(x)} (and memory {describe(memory)} for cross_attn)")
 
 
 def test_dropout_on_sublayer_outputs(student, device):

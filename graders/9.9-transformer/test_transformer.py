@@ -28,6 +28,7 @@ from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
     check_batch_independence,
+    check_follows_the_device,
     check_gradients_equal,
     check_inputs_unchanged,
     own_value_error,
@@ -156,6 +157,17 @@ DROPOUT_NOT_PASSED = Mistake("dropout-not-passed-on",
                              "a part of the model was built without the model's dropout: Transformer(..., dropout) "
                              "passes it on to PositionalEncoding(d_model, max_len, dropout), the Encoder and the "
                              "Decoder, so that every dropout of the model drops at that rate")
+PAD_ZERO_AS_NONE = Mistake("pad-id-zero-as-none",
+                           "pad_id=0 is taken for \"no padding\": `if not pad_id` (or `if pad_id:`) is false for 0 as "
+                           "for None. Test `if pad_id is None`")
+DECODE_GIVES_LOGITS = Mistake("decode-gives-logits",
+                              "decode returns one score per target token (the generator's output): it returns the "
+                              "decoder's states (batch, tgt_len, d_model), and forward applies the generator to them, "
+                              "as greedy decoding calls model.generator(model.decode(...)[:, -1])")
+MAX_LEN_NOT_PASSED = Mistake("max-len-not-passed",
+                             "the positional encoding was not built with the model's max_len: Transformer(..., "
+                             "max_len) passes it on, PositionalEncoding(d_model, max_len, dropout), so that its table "
+                             "pe holds max_len positions")
 NO_DROPOUT = Mistake("dropout-missing",
                      "the model gives the same output twice in training mode although dropout > 0: pass `dropout` "
                      "to the positional encoding, the encoder and the decoder")
@@ -473,6 +485,14 @@ def test_padding_mask(student, device):
                                                 PAD_HARD_CODED: (ids != 0)[:, None, None, :]})
 
 
+def _masks_padding_of_another_id(student, device) -> bool:
+    """Whether target_mask is right for a target padded with the id 7."""
+    tgt = torch.tensor([[1, 4, 6, 7, 7], [1, 2, 3, 4, 5]], device=device)
+    mask = student.target_mask(tgt, 7)
+    expected = (tgt != 7)[:, None, None, :] & causal(5, device)
+    return isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.shape == expected.shape and bool(
+        torch.equal(mask, expected))
+
 @pytest.mark.critical
 def test_target_mask(student, device):
     """target_mask is the causal mask AND the target's padding mask"""
@@ -490,6 +510,8 @@ def test_target_mask(student, device):
              f"{tuple(mask.shape)} for {context}")
     padding = (tgt != PAD)[:, None, None, :].expand_as(expected)
     triangle = causal(length, device).expand_as(expected)
+    if torch.equal(full, triangle) and _masks_padding_of_another_id(student, device):
+        fail(f"target_mask ignores the padding for {context}, but masks it with pad_id=7", PAD_ZERO_AS_NONE)
     assert_close(full, expected, name="target_mask", what="padding_mask(tgt) & causal_mask(tgt_len)",
                  context=context, mistakes={NOT_CAUSAL: padding, TGT_PADDING_IGNORED: triangle,
                                             FUTURE_VISIBLE: padding & triangle.transpose(-2, -1),
@@ -503,6 +525,14 @@ def test_target_mask(student, device):
              f"{describe(plain)} for {context}")
     assert_close(plain, causal(length, device), name="target_mask", what="causal_mask(tgt_len)", context=context,
                  mistakes={FUTURE_VISIBLE: causal(length, device).T, MASK_INVERTED: ~causal(length, device)})
+
+
+def test_target_mask_follows_the_tokens(student):
+    """target_mask is made on tgt's device (seen on torch's meta device, on every machine)"""
+    tgt = torch.empty(2, 5, dtype=torch.long, device="meta")
+    for pad_id in (PAD, None):
+        check_follows_the_device(lambda pad_id=pad_id: student.target_mask(tgt, pad_id),
+                                 f"target_mask(tgt, pad_id={pad_id}) for tgt (2, 5) on the meta device")
 
 
 # ---- the model against PyTorch's pieces -------------------------------------------------------------
@@ -566,7 +596,8 @@ def test_encode_decode_compose(student, device):
     h = model.decode(tgt, expected_memory, src_mask, tgt_mask)
     if isinstance(h, torch.Tensor) and h.shape[-1] != SMALL["d_model"]:
         fail(f"decode should return the decoder's states (batch, tgt_len, d_model) = (2, 4, {SMALL['d_model']}), "
-             f"got {describe(h)}: the generator is applied in forward, not in decode")
+             f"got {describe(h)}: the generator is applied in forward, not in decode",
+             *((DECODE_GIVES_LOGITS,) if h.shape[-1] == 13 else ()))  # 13: the target vocabulary's size
     assert_close(h, truth.hidden(tgt, expected_memory, src_mask, tgt_mask), name="decode(tgt, memory, ...)",
                  what="nn.TransformerDecoder's output", context=context, mistakes={
                      NO_POSITIONS: lambda: truth.hidden(tgt, expected_memory, src_mask, tgt_mask, positions=False),
@@ -863,6 +894,18 @@ def test_dropout_reaches_every_part(student):
     if other:
         fail("Transformer(11, 13, d_model=16, n_heads=2, n_layers=2, d_ff=32, dropout=0.3): "
              + ", ".join(f"{name} drops at p={p}" for name, p in other[:4]), DROPOUT_NOT_PASSED)
+
+
+def test_max_len_reaches_the_positional_encoding(student):
+    """max_len reaches the positional encoding: its table pe holds max_len positions"""
+    model = build(student, max_len=20)
+    pe = getattr(part(model, "pos_encoding"), "pe", None)
+    if not isinstance(pe, torch.Tensor):
+        fail("the Transformer's pos_encoding holds no buffer `pe`: it is PositionalEncoding(d_model, max_len, dropout) "
+             "of kata 9.8")
+    if pe.numel() != 20 * SMALL["d_model"]:
+        fail(f"Transformer(11, 13, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=20): pos_encoding.pe is "
+             f"{describe(pe)}, not (max_len, d_model) = (20, 16)", MAX_LEN_NOT_PASSED)
 
 
 def test_inputs_not_modified(student, device):

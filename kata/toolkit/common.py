@@ -43,6 +43,22 @@ NORM_ON_RESIDUAL = Mistake("norm-on-residual-path",
 BIAS_MISSING = Mistake("bias-missing",
                        "a linear layer was built without its bias (bias=False, or a bare weight matrix): the "
                        "contract's layers are nn.Linear with a bias, x W^T + b, as in the paper")
+SUBLAYER_DROPOUT_MISSING = Mistake("sublayer-dropout-missing",
+                                   "a sub-layer was built without the block's dropout: the contract builds each "
+                                   "attention as MultiHeadAttention(d_model, n_heads, dropout) and ffn = "
+                                   "FeedForward(d_model, d_ff, dropout), so that the attention weights and the "
+                                   "feed-forward's hidden layer are dropped in training too")
+# For a kata's `ERROR_PATTERNS`: autograd's own words when the backward pass cannot run through the student's code.
+INPLACE_BREAKS_BACKWARD = ErrorPattern(
+    Mistake("in-place-breaks-backward",
+            "an in-place operation (x /= ..., h *= mask, x.add_(...)) changed a tensor that autograd had saved for "
+            "the backward pass, so backward() cannot run: write it out of place (x = x / ..., h = h * mask)"),
+    message=r"modified by an inplace operation")
+GRAPH_CUT = ErrorPattern(
+    Mistake("graph-cut",
+            "backward() found no graph behind your output: it was computed outside autograd (NumPy, Python numbers, "
+            "torch.no_grad(), .detach() or .data). Compute it with torch operations on the input tensors themselves"),
+    message=r"does not require grad and does not have a grad_fn")
 # torch's words for a tensor of another device met by a meta tensor (and, on a GPU, by a CUDA one).
 _DEVICE_MISMATCH = re.compile(r"is not on the expected device|Expected all tensors to be on the same device")
 
@@ -124,6 +140,22 @@ def _load_state(module, state: Mapping[str, torch.Tensor]) -> None:
         if not extra or any(name not in held for name in state) or not aliases:
             raise
         module.load_state_dict(state, strict=False)
+
+
+@_names(SUBLAYER_DROPOUT_MISSING)
+def check_sublayers_get_the_dropout(block, calls: Mapping[str, Callable[[object], object]], what: str, *,
+                                    context: str) -> None:
+    """Each sub-layer of `block` named in `calls`, called by `calls[name](sublayer)` in eval mode and then in train
+    mode: the same output twice means nothing random inside, so it was not built with the block's dropout (a block
+    built with dropout 0.5, on inputs of dozens of weights and hidden units: a tie by chance never happens)."""
+    for name, call in calls.items():
+        sublayer = getattr(block, name)
+        evaluated, trained = call(sublayer.eval()), call(sublayer.train())
+        if not (isinstance(evaluated, torch.Tensor) and isinstance(trained, torch.Tensor)):
+            fail(f"{what}.{name} should return a tensor, got {remote.type_name(trained)}")
+        if torch.equal(trained, evaluated):
+            fail(f"{what}.{name} gives in train mode what it gives in eval mode, on {context}: it does nothing "
+                 "random, so it was not built with the block's dropout", SUBLAYER_DROPOUT_MISSING)
 
 
 @_names(ON_DEFAULT_DEVICE)

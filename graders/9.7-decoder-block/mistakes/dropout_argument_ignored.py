@@ -1,6 +1,6 @@
 """Planted mistake: the dropout argument is accepted and never used (no dropout anywhere)."""
 # expect: no-dropout
-# also: residual-dropout-missing
+# also: residual-dropout-missing sublayer-dropout-missing
 
 
 class DecoderBlock(DecoderBlock):

@@ -1,6 +1,7 @@
-"""Planted mistake: a cross-attention of the student's own whose softmax normalises over the queries (dim=-2)."""
+"""Planted mistake: a cross-attention of the student's own whose softmax normalises over the queries (dim=-2).
+It drops no attention weight in training either."""
 # expect: fault-in-cross-attention
-# also: fault-in-decoder-block
+# also: fault-in-decoder-block sublayer-dropout-missing
 
 
 class CrossAttention(MultiHeadAttention):

@@ -1,6 +1,7 @@
-"""Planted mistake: a masked self-attention of the student's own that forgets to scale the scores by sqrt(d_k)."""
+"""Planted mistake: a masked self-attention of the student's own that forgets to scale the scores by sqrt(d_k).
+It drops no attention weight in training either."""
 # expect: fault-in-self-attention
-# also: fault-in-decoder-block
+# also: fault-in-decoder-block sublayer-dropout-missing
 
 
 class MaskedSelfAttention(MultiHeadAttention):

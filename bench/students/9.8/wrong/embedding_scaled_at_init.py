@@ -1,0 +1,44 @@
+"""TokenEmbedding multiplies the embedding weight by sqrt(d_model) once in __init__ instead of scaling every output.
+
+A fresh module's first output looks right; but the parameter itself is now sqrt(d_model) larger, its
+gradient is not scaled, and weights loaded or tied later are used unscaled.
+"""
+
+import math
+
+import torch
+from torch import nn
+
+
+def sinusoidal_positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    if d_model % 2 != 0:
+        raise ValueError("d_model must be even")
+    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe
+
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.1):
+        super().__init__()
+        self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.size(1) > self.pe.size(0):
+            raise ValueError("sequence longer than max_len")
+        return self.dropout(x + self.pe[: x.size(1)])
+
+
+class TokenEmbedding(nn.Module):
+    def __init__(self, vocab_size: int, d_model: int):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        with torch.no_grad():
+            self.embedding.weight.mul_(math.sqrt(d_model))  # scale once here, not on every forward
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.embedding(tokens)
