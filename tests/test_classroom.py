@@ -122,7 +122,7 @@ def test_each_steps_points_are_kata_grades(repo, tmp_path):
                             capture_output=True, text=True, env=repo["env"], timeout=300)
     assert graded.returncode == 0, graded.stderr[-2000:]
     (student,) = json.loads(graded.stdout)["students"]
-    assert notice == pytest.approx(student["total"], abs=1e-4) and student["total"] == round(7.5 + 10 * 8 / 23, 4)
+    assert notice == pytest.approx(student["total"], abs=1e-4) and student["total"] == round(7.5 + 10 * 9 / 24, 4)
     for grade in student["katas"]:
         result = results["kata-" + grade["kata"].replace(".", "-")]
         assert result["status"] == "fail" and grade["outcome"] == "failed"
@@ -132,7 +132,7 @@ def test_each_steps_points_are_kata_grades(repo, tmp_path):
         assert [(t["status"] == "pass", t["name"].split(" [")[0]) for t in result["tests"]] == [
             (passed, f"{grade['kata']} {title}".split(" [")[0]) for passed, title in units]
     assert reporter_points([results["kata-9-1"]]) == (7.5, 7.5)  # 12 of 16: no float noise
-    assert len(results["kata-9-2"]["tests"]) == 23 > len(student["katas"][1]["checks"])
+    assert len(results["kata-9-2"]["tests"]) == 24 > len(student["katas"][1]["checks"])
 
     # The step's own log: the points as the reporter gives them, and each failed check's reason.
     _, no_max = expected_diagnosis(repo["repo"], "9.1", "no_max_subtraction")
@@ -142,7 +142,7 @@ def test_each_steps_points_are_kata_grades(repo, tmp_path):
     failed = [c for c in student["katas"][0]["checks"] if c["status"] != "passed"]
     assert log.count(f"Looks like: {no_max}") == len(failed) == 4
     assert all(f"✗ {c['title']}: {c['message'].splitlines()[0]}" in log for c in failed)
-    assert "9.2 Layer normalisation: failed, 3.48 of 10 points" in logs["kata-9-2"]
+    assert "9.2 Layer normalisation: failed, 3.75 of 10 points" in logs["kata-9-2"]
     assert f"Looks like: {unbiased}" in logs["kata-9-2"]
     assert all(f"Looks like: {no_max}" in t["message"] for t in results["kata-9-1"]["tests"] if t["status"] == "fail")
     shown = "\n".join([*logs.values(), *(t["message"] for r in results.values() for t in r["tests"])])

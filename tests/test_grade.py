@@ -111,7 +111,7 @@ def test_every_student_gets_exactly_the_points_of_their_code(graded):
         "bob": (("failed", 7.5), ("not-implemented", 0)),  # 12 of 16 equal checks; the stub
         "carol": (("syntax-error", 0), ("missing", 0)),
         "dave": (("timeout", 0), ("crash", 0)),
-        "erin": (("passed", 10), ("failed", 10 * 8 / 23)),  # 8 of 23 weight units of 9.2 (its parameters are right)
+        "erin": (("passed", 10), ("failed", 10 * 9 / 24)),  # 9 of 24 weight units of 9.2 (its parameters are right)
         "frank": (("unreadable", 0), ("unreadable", 0)),
         "=HYPERLINK(evil)": (("missing", 0), ("missing", 0)),
     }
@@ -141,7 +141,7 @@ def test_the_reports_hold_every_student_kata_and_check(graded):
     out, report = graded.out, graded.report
     with open(out / "grades.csv", newline="") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
-    assert rows["alice"]["total"] == "20" and rows["bob"]["9.1"] == "7.5" and rows["erin"]["9.2"] == "3.4783"
+    assert rows["alice"]["total"] == "20" and rows["bob"]["9.1"] == "7.5" and rows["erin"]["9.2"] == "3.75"
     assert rows["'=HYPERLINK(evil)"]["total"] == "0"  # never a formula in a spreadsheet
     assert all(row["complete"] == "yes" and row["max"] == "20" for row in rows.values())
     with open(out / "katas.csv", newline="") as f:

@@ -136,7 +136,7 @@ def test_the_canvas_gradebook_maps_students_through_the_roster(graded):
         assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Katas (555)"]
         assert rows[1] == ["Points Possible", "", "", "", "", "20"]
         assert rows[2:] == [["Liddell, Alice", "101", "S-1", "alice", "Mon", "20"],
-                            ["Builder, Bob", "102", "S-2", "bob", "Tue", "10.9783"],  # 7.5 + 10 * 8/23
+                            ["Builder, Bob", "102", "S-2", "bob", "Tue", "11.25"],  # 7.5 + 10 * 9/24
                             ["Carroll, Carol", "103", "S-3", "carol", "Mon", "0"],
                             ["Dee, Dave", "104", "S-4", "dave", "Tue", "0"],
                             ["Absent, Eve", "105", "S-5", "eve", "Wed", "0"]]  # left out, she would keep no grade

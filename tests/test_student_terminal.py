@@ -122,11 +122,11 @@ def test_live_line_while_checking_then_the_report_in_its_place(course_root):
     try:
         live = tmux.wait_for(r"Kata 9\.2 · \d+/\d+ runs", every=0.05)
         line = next(row for row in live.splitlines() if "Kata 9.2 ·" in row)
-        assert re.search(r"Kata 9\.2 · \d+/21 runs( · \d+ not passed)? · \d+\.\d s · \S", line), line
+        assert re.search(r"Kata 9\.2 · \d+/22 runs( · \d+ not passed)? · \d+\.\d s · \S", line), line
         final = tmux.wait_for(r"\[exited 1\]")
     finally:
         tmux.close()
-    assert "failed · 8/21 runs passed" in final
+    assert "failed · 9/22 runs passed" in final
     assert not re.search(r"Kata 9\.2 · \d+/\d+ runs", final), "the live line leaves nothing behind"
 
 
@@ -287,7 +287,7 @@ def test_on_80x24_a_failing_check_ends_with_what_to_do(course_root):
     assert "╭─ Looks like" in screen and "the variance divides by d - 1" in screen
     assert "╭─ ✗ layer_norm equals F.layer_norm" in screen, "the first failure, its box whole"
     assert screen.count("╭─ ✗") == 1 and screen.count("╰") == 2, "one failure in detail, every box closed"
-    assert "✗ Kata 9.2 failed · 8/21 runs passed · 3.48 of 10 points" in screen
+    assert "✗ Kata 9.2 failed · 9/22 runs passed · 3.75 of 10 points" in screen
     assert "Next: fix it and check again (all 8 failures: kata check 9.2 --full)." in screen
     assert "Stuck? kata hint 9.2 reveals hint 1 of 3." in screen
 

@@ -322,21 +322,19 @@ def test_matches_nn_layer_norm(student, device, dtype):
                              student, d, device, dtype, eps=eps, gamma=g, beta=b)(x))))
 
 
-@pytest.mark.critical  # a model is evaluated in eval mode: a wrong norm there breaks every prediction
+@pytest.mark.critical  # a model is evaluated in eval mode: a norm that changes there breaks every prediction
 def test_eval_mode_computes_as_train_mode(student, device):
-    """In eval() mode too, LayerNorm normalises each position by its own statistics"""
+    """In eval() mode LayerNorm computes what it computes in train() mode: each position's own statistics"""
     gamma, beta = affine(8, device)
     module = make_module(student, 8, device, torch.float64, gamma=gamma, beta=beta)
     x = inputs((3, 4, 8), device, torch.float64, 2.0) + 5.0  # far from a zero mean and unit variance
     trained = module(x)  # a training call first, as training makes before any evaluation
-    module.eval()
-    evaluated = module(x)
-    want = torch_ln(x, gamma, beta)
-    context = f"LayerNorm(8) with random gamma and beta, x {describe(x)}, called in train mode and then in eval mode"
-    if is_close(trained, want) and not is_close(evaluated, want):
-        fail(f"in train mode your LayerNorm equals F.layer_norm, in eval mode it does not, for {context}",
-             MODE_DEPENDENT)
-    assert_close(evaluated, want, name="LayerNorm(8)(x) in eval mode", what="F.layer_norm", context=context)
+    evaluated = module.eval()(x)
+    if not (isinstance(trained, torch.Tensor) and isinstance(evaluated, torch.Tensor)):
+        return  # not a tensor: the checks of the output say so
+    if not is_close(evaluated, trained):
+        fail(f"LayerNorm(8) with random gamma and beta, called on x {describe(x)} in train mode and then in eval "
+             "mode, gave two different outputs", MODE_DEPENDENT)
 
 
 def test_parameters(student):
