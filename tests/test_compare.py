@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from kata.grading.failure import diagnose_error
 from kata.grading.scan import scan
 from kata.toolkit import CheckFailed, ErrorPattern, Mistake, assert_close
-from kata.toolkit.common import own_value_error
+from kata.toolkit.common import OPERATOR_ERRORS, own_value_error
 from kata.toolkit.compare import assert_finite, is_close, tolerance, unlike
 from kata.toolkit.gradients import gradcheck
 
@@ -88,6 +89,29 @@ def test_error_patterns_match_message_and_code():
     assert pattern.matches("RuntimeError: sizes must match", "return e / e.sum(-1)")
     assert not pattern.matches("RuntimeError: sizes must match", "return e / total")
     assert not pattern.matches("ValueError: nope", "return e / e.sum(-1)")
+
+
+def test_an_error_pattern_can_test_the_sizes_torch_printed():
+    fits = ErrorPattern(ROUNDING, message=r"size (\d+) of (\d+)", when=lambda m: int(m[2]) % int(m[1]) == 0)
+    assert fits.matches("RuntimeError: size 4 of 12", "x.view(3, 4)")
+    assert not fits.matches("RuntimeError: size 5 of 12", "x.view(3, 5)")
+
+
+def test_a_fallback_names_an_error_only_where_no_pattern_of_the_katas_own_does():
+    own = ErrorPattern(Mistake("mask-not-bool", "a float mask"), message=r"not implemented for 'Float'", code=r"mask")
+    patterns = [own, *OPERATOR_ERRORS]
+    torch_says = "NotImplementedError: \"bitwise_and_cpu\" not implemented for 'Float'"
+    assert diagnose_error(patterns, torch_says, "keep = mask & causal") == (own.mistake,)
+    assert [m.id for m in diagnose_error(patterns, torch_says, "h = h & (h > 0)")] == ["bit-operator-on-floats"]
+    assert [m.id for m in diagnose_error(patterns, "TypeError: unsupported operand type(s) for ^: 'int' and 'float'",
+                                         "return d_model ^ -0.5")] == ["bit-operator-on-floats"]
+    assert [m.id for m in diagnose_error(
+        patterns, "RuntimeError: Boolean value of Tensor with more than one value is ambiguous",
+        "if mask:")] == ["tensor-as-truth-value"]
+    # Raised where no line of the student's is known (the graders' own code): no fallback speaks for it.
+    assert diagnose_error(patterns, "RuntimeError: Boolean value of Tensor with more than one value is ambiguous",
+                          "") == ()
+    assert diagnose_error(patterns, "RuntimeError: sizes must match", "x + y") == ()
 
 
 def test_the_students_own_value_error_is_told_from_torchs():

@@ -107,8 +107,17 @@ def test_logsumexp_softmax_gets_full_marks(course_report):
     assert runs["logsumexp.py"]["kind"] == "alternative" and runs["logsumexp.py"]["ok"], runs["logsumexp.py"]
 
 
+def _only_planted(graders, *kept: str) -> None:
+    """Leave a copied kata only the planted mistakes `kept` and no alternative: a test of how verify judges the
+    runs it is given needs none of the others (the course's own are proved by `course_report`)."""
+    for planted in [*(graders / "mistakes").glob("*.py"), *(graders / "alternatives").glob("*.py")]:
+        if planted.name not in kept:
+            planted.unlink()
+
+
 def test_verify_catches_a_mistake_that_is_not_diagnosed(course_root):
     """A planted mistake whose declared diagnosis never shows up makes verify fail, naming it."""
+    _only_planted(course_root / "graders" / "9.1-softmax")
     mistake = course_root / "graders" / "9.1-softmax" / "mistakes" / "undiagnosed.py"
     mistake.write_text('"""Planted mistake: returns its input."""\n# expect: no-max-subtraction\n\n\n'
                        "def softmax(x, dim=-1):\n    return x.clone()\n")
@@ -123,6 +132,7 @@ def test_verify_catches_a_mistake_that_is_not_diagnosed(course_root):
 def test_verify_judges_alternatives_and_false_diagnoses(course_root):
     """An alternative that fails, or a diagnosis a mistake does not list, makes verify fail and is counted."""
     graders = course_root / "graders" / "9.1-softmax"
+    _only_planted(graders, "sum_along_another_dim.py")
     (graders / "alternatives" / "last_dim_only.py").write_text(
         '"""Alternative (wrong): always the last dim."""\n\n\n'
         "def softmax(x, dim=-1):\n    e = torch.exp(x - x.amax(-1, keepdim=True))\n"
@@ -153,11 +163,11 @@ def test_verify_reports_diagnoses_without_a_planted_mistake(course_root):
     """Every diagnosis the graders define (at module level, inside an ErrorPattern, in a container) is known to
     verify; one with no planted mistake written for it and named by it is reported as uncovered."""
     graders = course_root / "graders" / "9.1-softmax"
+    _only_planted(graders, "sum_along_another_dim.py")
     with (graders / "test_softmax.py").open("a") as grader:
         grader.write('\n\nNEVER_PLANTED = Mistake("never-planted", "a diagnosis no planted mistake is written for")\n'
                      '_PATTERNS = {"any": (ErrorPattern(Mistake("only-in-a-pattern", "held by a pattern in a dict"), '
                      'message="no such error"),)}\n')
-    (graders / "mistakes" / "no_max_subtraction.py").unlink()
     result = subprocess.run([sys.executable, "-m", "kata", "verify", "9.1", "--json"], capture_output=True,
                             text=True, timeout=600)
     kata = json.loads(result.stdout)["katas"][0]

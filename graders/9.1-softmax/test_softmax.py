@@ -8,8 +8,10 @@ import torch
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail
 from kata.toolkit.common import (
+    FLOOR_DIVISION_IN_BACKWARD,
     GRAPH_CUT,
     INPLACE_BREAKS_BACKWARD,
+    OPERATOR_ERRORS,
     check_gradients_equal,
     check_inputs_unchanged,
     check_output_like,
@@ -82,6 +84,8 @@ ERROR_PATTERNS = [
                  code=r"\.sum\((?!.*keepdim\s*=\s*True)"),
     INPLACE_BREAKS_BACKWARD,
     GRAPH_CUT,
+    *OPERATOR_ERRORS,
+    FLOOR_DIVISION_IN_BACKWARD,
 ]
 
 CASES = [  # (shape, dim): every dim of every shape, negative dims too

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 from kata import copy_task
 from kata.toolkit import CheckFailed, ErrorPattern, Mistake, assert_close, fail, remote
+from kata.toolkit.common import DIM_OUT_OF_RANGE, FLOOR_DIVISION_IN_BACKWARD, MASK_ARITHMETIC, OPERATOR_ERRORS
 from kata.toolkit.compare import describe, is_close, matching_mistakes
 from kata.toolkit.properties import final_example, given, st
 
@@ -223,6 +224,10 @@ GREEDY_SRC_MASK = Mistake(
 ERROR_PATTERNS = [
     ErrorPattern(STEP_ZERO, message=r"ZeroDivisionError"),
     ErrorPattern(NOT_SHIFTED, message=r"(size|shape)", code=r"label_smoothing_loss|loss"),
+    *OPERATOR_ERRORS,
+    DIM_OUT_OF_RANGE,
+    MASK_ARITHMETIC,
+    FLOOR_DIVISION_IN_BACKWARD,
 ]
 
 

@@ -10,7 +10,9 @@ from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
+    FLOOR_DIVISION_IN_BACKWARD,
     GRAPH_CUT,
+    OPERATOR_ERRORS,
     check_gradients_equal,
     check_inputs_unchanged,
     check_output_like,
@@ -87,6 +89,8 @@ ERROR_PATTERNS = [
                          "reduced dimension (keepdim=True is missing)"),
                  message=r"must match the size of tensor|shape .* doesn't match the broadcast shape"),
     GRAPH_CUT,
+    *OPERATOR_ERRORS,
+    FLOOR_DIVISION_IN_BACKWARD,
 ]
 
 # (shape, eps, scale of x). Scales below 1 make eps matter, so the eps mistakes look distinct.

@@ -18,6 +18,8 @@ from torch import nn
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
+    MASK_ARITHMETIC,
+    OPERATOR_ERRORS,
     bias_missing,
     check_follows_the_device,
     check_gradients_equal,
@@ -96,8 +98,21 @@ FAULT_IN_PROJECTION_INPUT = Mistake("fault-in-projection-input",
                                     "a projection of the head read the wrong input: queries are projected from x, "
                                     "keys and values from context")
 
+KEYS_NOT_TRANSPOSED = Mistake("keys-not-transposed",
+                              "q @ k^T needs the keys with their last two dimensions swapped, k.transpose(-2, -1): "
+                              "your product of q and k has sizes that do not chain (k not transposed, or transposed "
+                              "over another pair: transpose(1, 2) swaps the wrong pair once a heads dimension comes "
+                              "first)")
+
 ERROR_PATTERNS = [
+    # torch's words when the matrices of a product do not chain (or their leading dimensions do not broadcast),
+    # raised from a line that multiplies q by k and holds no mask, which could be the tensor that did not broadcast.
+    ErrorPattern(KEYS_NOT_TRANSPOSED, message=r"Expected size for first two dimensions of batch2 tensor|mat1 and mat2 "
+                                              r"shapes cannot be multiplied|must match the size of tensor b",
+                 code=r"^(?!.*mask).*(\bq\s*@\s*k\b|(matmul|bmm)\(\s*q\s*,\s*k\b)"),
     ErrorPattern(HALF_OVERFLOW, message=r"cannot be converted to type .*Half without overflow"),
+    *OPERATOR_ERRORS,
+    MASK_ARITHMETIC,
 ]
 
 

@@ -21,6 +21,7 @@ tried) averaging the values.
 import functools
 import itertools
 import math
+import re
 
 import pytest
 import torch
@@ -31,6 +32,8 @@ from kata.toolkit import CheckFailed, ErrorPattern, Mistake, fail, remote
 from kata.toolkit import assert_close as toolkit_assert_close
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
+    MASK_ARITHMETIC,
+    OPERATOR_ERRORS,
     bias_missing,
     check_batch_independence,
     check_follows_the_device,
@@ -167,11 +170,44 @@ D_K_FLOAT = Mistake(
     "d-k-float",
     "a size given to view or reshape is a float, and sizes are ints: in Python 3, d_model / n_heads is a float "
     "(12 / 3 = 4.0); d_k = d_model // n_heads is an int")
+SPLIT_LENGTH = Mistake(
+    "split-length-not-the-tensors",
+    "a view into heads (or back) names a length that is not the tensor's own: view(batch, L, ...) with L the "
+    "queries' length, a fixed number or 1 fails once this tensor is longer or shorter (keys and values need not be "
+    "as long as the queries). Let view infer it, view(batch, -1, n_heads, d_k), or take t.size(1) of the tensor itself")
+SPLIT_WIDTH = Mistake(
+    "heads-split-does-not-fit",
+    "the split into heads does not fit the features: view(batch, -1, n_heads, d_k) needs the tensor's last "
+    "dimension to be n_heads * d_k = d_model, so d_k = d_model // n_heads and the tensor split is a projection to "
+    "d_model features")
+# torch's words when a view cannot give the sizes asked, "shape '[2, 5, 4, 8]' is invalid for input of size 240":
+# (batch, length, n_heads, d_k) for a split, (batch, length, d_model) for a merge.
+_VIEW_INVALID = r"shape '\[(\d+), (-?\d+), (\d+)(?:, (\d+))?\]' is invalid for input of size (\d+)"
+
+
+def _per_position(sizes: re.Match) -> int:
+    return int(sizes[1]) * int(sizes[3]) * int(sizes[4] or 1)  # batch * features of one position
+
+
+def _length_not_the_tensors(sizes: re.Match) -> bool:
+    """The features fit a whole number of positions, but not the number asked."""
+    asked, size = int(sizes[2]), int(sizes[5])
+    return asked != -1 and size % _per_position(sizes) == 0 and size // _per_position(sizes) != asked
+
+
+def _heads_do_not_fit(sizes: re.Match) -> bool:
+    """A split with its length inferred fails only where n_heads * d_k does not divide what each batch row holds."""
+    return sizes[2] == "-1" and sizes[4] is not None and int(sizes[5]) % _per_position(sizes) != 0
+
 
 ERROR_PATTERNS = [
     ErrorPattern(D_K_FLOAT, message=r"(view|reshape)\(\): argument .* tuple of ints,\s*but got float"),
+    ErrorPattern(SPLIT_LENGTH, message=_VIEW_INVALID, code=r"\.(view|reshape)\(", when=_length_not_the_tensors),
+    ErrorPattern(SPLIT_WIDTH, message=_VIEW_INVALID, code=r"\.(view|reshape)\(", when=_heads_do_not_fit),
     own_value_error("Every check builds MultiHeadAttention with a d_model that n_heads divides: the contract's only "
                     "ValueError is `if d_model % n_heads != 0: raise ValueError(...)`, in __init__"),
+    *OPERATOR_ERRORS,
+    MASK_ARITHMETIC,
 ]
 
 D_MODEL, N_HEADS = 12, 3  # d_k = 4

@@ -12,6 +12,7 @@ from kata.toolkit import Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
     INPLACE_BREAKS_BACKWARD,
+    OPERATOR_ERRORS,
     bias_missing,
     check_follows_the_device,
     check_gradients_equal,
@@ -53,7 +54,7 @@ DROPOUT_MASK_REUSED = Mistake("dropout-mask-reused",
 D_FF_IGNORED = Mistake("d-ff-ignored",
                        "the hidden layer must have d_ff units: linear_1 = nn.Linear(d_model, d_ff) and "
                        "linear_2 = nn.Linear(d_ff, d_model)")
-ERROR_PATTERNS = [INPLACE_BREAKS_BACKWARD]
+ERROR_PATTERNS = [INPLACE_BREAKS_BACKWARD, *OPERATOR_ERRORS]
 
 # ---- where the fault is, when no classic mistake matched: linear_1 and linear_2 traced in one eval forward ----
 

@@ -24,7 +24,9 @@ import torch.nn.functional as F
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
+    MASK_ARITHMETIC,
     NORM_ON_RESIDUAL,
+    OPERATOR_ERRORS,
     check_batch_independence,
     check_gradients_equal,
     check_inputs_unchanged,
@@ -153,6 +155,8 @@ ERROR_PATTERNS = [
     ErrorPattern(ATTENTION_ARGUMENTS, message=r"forward\(\) missing \d required positional argument"
                                               r"|forward\(\) takes from \d to \d positional arguments",
                  code=r"self_attn\("),
+    *OPERATOR_ERRORS,
+    MASK_ARITHMETIC,
 ]
 
 CONTRACT = ("EncoderBlock has self_attn = MultiHeadAttention(d_model, n_heads, dropout) from kata 9.4, "

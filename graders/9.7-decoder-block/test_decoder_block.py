@@ -24,7 +24,9 @@ import torch.nn.functional as F
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
     DROPOUT_IN_EVAL,
+    MASK_ARITHMETIC,
     NORM_ON_RESIDUAL,
+    OPERATOR_ERRORS,
     check_batch_independence,
     check_gradients_equal,
     check_inputs_unchanged,
@@ -201,6 +203,8 @@ ERROR_PATTERNS = [
     ErrorPattern(MASKS_SWAPPED, message=_SIZE_MISMATCH,
                  code=r"cross_attn\(\s*\w+\s*,\s*memory\s*,\s*memory\s*,\s*src_mask"),
     ErrorPattern(MASKS_SWAPPED, message=_SIZE_MISMATCH, code=r"\(\s*\w+\s*,\s*memory\s*,\s*tgt_mask\s*,\s*src_mask"),
+    *OPERATOR_ERRORS,
+    MASK_ARITHMETIC,
 ]
 
 CONTRACT = ("DecoderBlock has self_attn and cross_attn = MultiHeadAttention(d_model, n_heads, dropout) from kata "

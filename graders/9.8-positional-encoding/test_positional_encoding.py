@@ -16,7 +16,14 @@ import pytest
 import torch
 
 from kata.toolkit import CheckFailed, Mistake, assert_close, fail, remote
-from kata.toolkit.common import check_follows_the_device, check_inputs_unchanged, own_value_error
+from kata.toolkit.common import (
+    DIM_OUT_OF_RANGE,
+    FLOOR_DIVISION_IN_BACKWARD,
+    OPERATOR_ERRORS,
+    check_follows_the_device,
+    check_inputs_unchanged,
+    own_value_error,
+)
 from kata.toolkit.compare import describe, is_close
 from kata.toolkit.properties import given, st
 
@@ -130,6 +137,9 @@ FAULT_IN_EMBEDDING_SCALE = Mistake("fault-in-embedding-scale",
 ERROR_PATTERNS = [
     own_value_error("The contract's ValueErrors: an odd d_model, and a sequence longer than max_len (one of exactly "
                     "max_len positions fits)"),
+    *OPERATOR_ERRORS,
+    DIM_OUT_OF_RANGE,
+    FLOOR_DIVISION_IN_BACKWARD,
 ]
 
 # ---- the formula, and the tables the classic mistakes build (float64) --------------------------------

@@ -26,7 +26,10 @@ from hypothesis import Phase
 
 from kata.toolkit import ErrorPattern, Mistake, assert_close, fail, remote
 from kata.toolkit.common import (
+    DIM_OUT_OF_RANGE,
     DROPOUT_IN_EVAL,
+    MASK_ARITHMETIC,
+    OPERATOR_ERRORS,
     check_batch_independence,
     check_follows_the_device,
     check_gradients_equal,
@@ -90,7 +93,14 @@ XAVIER_ON_VECTORS = Mistake("xavier-on-vectors",
                             "Xavier (Glorot) initialisation was asked of a parameter with fewer than 2 dimensions (a "
                             "bias or a LayerNorm's gamma): it needs a matrix's fan in and fan out. Initialise only the "
                             "parameters with p.dim() > 1 and leave the vectors as their modules made them")
+IDENTITY_COMPARISON = Mistake("compared-by-identity",
+                              "`is` / `is not` ask whether two objects are one and the same, not whether values are "
+                              "equal: tokens is not pad_id is a single Python bool, never a tensor of comparisons. "
+                              "Compare values with == and != (tokens != pad_id is a bool tensor)")
 ERROR_PATTERNS = [  # one pattern per mistake: each names it once
+    # Python's words for a bool used as a tensor, raised from a line that compares with `is` (None aside).
+    ErrorPattern(IDENTITY_COMPARISON, message=r"'bool' object (is not subscriptable|has no attribute)",
+                 code=r"\bis\b(?!\s+(not\s+)?None\b)"),
     ErrorPattern(MASKS_SWAPPED, message=_SIZE_MISMATCH,
                  code=r"memory\s*,\s*tgt_mask\s*,\s*src_mask\b|\b(decode|decoder)\(.*\btgt_mask\s*,\s*src_mask\s*\)"
                       r"|src_mask\s*=\s*tgt_mask|tgt_mask\s*=\s*src_mask"),
@@ -103,6 +113,9 @@ ERROR_PATTERNS = [  # one pattern per mistake: each names it once
     ErrorPattern(XAVIER_ON_VECTORS, message=r"Fan in and fan out can not be computed", code=r"xavier|glorot"),
     own_value_error("The contract's only ValueError of its own: tie_embeddings=True with src_vocab_size != "
                     "tgt_vocab_size (untied embeddings may have any two vocabularies)"),
+    *OPERATOR_ERRORS,
+    DIM_OUT_OF_RANGE,
+    MASK_ARITHMETIC,
 ]
 TGT_WITH_SRC_EMBED = Mistake("tgt-embedded-with-src-embed",
                              "the target tokens went through src_embed: use tgt_embed for tgt")

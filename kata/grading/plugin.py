@@ -39,7 +39,7 @@ import torch
 from kata import scoring
 from kata.course import Kata, load_course
 from kata.grading import protocol
-from kata.grading.failure import CheckFailed, ErrorPattern, Mistake
+from kata.grading.failure import CheckFailed, ErrorPattern, Mistake, diagnose_error
 from kata.toolkit.remote import Session, StudentError, StudentForbidden, StudentGone
 
 DEFAULT_DTYPES = {"cpu": (torch.float32, torch.float64), "cuda": (torch.float32,)}
@@ -377,7 +377,7 @@ def pytest_runtest_makereport(item, call):
     # A broken CUDA says nothing about the line it surfaced in: no error pattern may diagnose it.
     if status == protocol.ERROR and not _breaks_cuda(_raised(call)) and not verdict_only:
         code = frames[-1]["code"] if frames else ""
-        mistakes = tuple(p.mistake for p in getattr(item.module, "ERROR_PATTERNS", ()) if p.matches(message, code))
+        mistakes = diagnose_error(getattr(item.module, "ERROR_PATTERNS", ()), message, code)
     if verdict_only and mistakes:  # a grader's bug: verify skips this check where it could have named them
         status, message = protocol.ERROR, (f"grader error: this check is marked verdict_only, yet it named "
                                            f"{', '.join(m.id for m in mistakes)}: tell the course's author")

@@ -59,6 +59,48 @@ GRAPH_CUT = ErrorPattern(
             "backward() found no graph behind your output: it was computed outside autograd (NumPy, Python numbers, "
             "torch.no_grad(), .detach() or .data). Compute it with torch operations on the input tensors themselves"),
     message=r"does not require grad and does not have a grad_fn")
+# For every kata's `ERROR_PATTERNS`: Python operators that torch refuses on the tensors they met, named in general terms
+# (fallbacks: a kata's own pattern for the same error, which knows that kata's cause, wins).
+BIT_OPERATOR_ON_FLOATS = ErrorPattern(
+    Mistake("bit-operator-on-floats",
+            "a bit operator (^, &, |, ~, << or >>) met a float, a number or a tensor, and Python and torch define "
+            "those for integers and bools only. In Python ^ is exclusive or, not a power (x ** 2 squares); & | ~ "
+            "combine bool masks; the arithmetic is + - * /"),
+    # torch's words for a float tensor, then Python's for a float number.
+    message=r"\"(bitwise_(and|or|xor)|[lr]shift)_\w+\" not implemented for '(Float|Double|Half|BFloat16)'"
+            r"|~ \(operator\.invert\) is only implemented on integer and Boolean"
+            r"|unsupported operand type\(s\) for (\^|&|\||<<|>>): .*'float'|bad operand type for unary ~: 'float'",
+    code=r"[\^&|~]|<<|>>|bitwise|shift", fallback=True)
+TENSOR_AS_TRUTH_VALUE = ErrorPattern(
+    Mistake("tensor-as-truth-value",
+            "a tensor of several values stood where Python needs one True or False (not, and, or, if, while, "
+            "assert), and torch cannot tell which you mean. Elementwise, write ~, & and | on bool tensors (or "
+            "torch.where); over a whole tensor, ask .all() or .any()"),
+    message=r"Boolean value of Tensor with more than one value is ambiguous", code=r"\S", fallback=True)
+OPERATOR_ERRORS = (BIT_OPERATOR_ON_FLOATS, TENSOR_AS_TRUTH_VALUE)
+# For the `ERROR_PATTERNS` of the katas with masks: arithmetic that torch refuses on a bool mask.
+MASK_ARITHMETIC = ErrorPattern(
+    Mistake("arithmetic-on-bool-mask",
+            "an arithmetic operator (-, unary - or +, //, % or **) met a bool mask, and torch defines none of those "
+            "for bool tensors, 1 - mask included: invert a mask with ~ (or torch.logical_not), intersect two with & "
+            "and join them with |, and keep masks bool"),
+    message=r"(Subtraction|Negation), the `-` operator, (with|on) (two bool tensors|a bool tensor)"
+            r"|The `\+` operator, on a bool tensor|\"(div_floor|remainder|pow)\w*\" not implemented for 'Bool'",
+    code=r"\S", fallback=True)
+# For the `ERROR_PATTERNS` of the katas whose checks take gradients through tensors the student divides.
+FLOOR_DIVISION_IN_BACKWARD = ErrorPattern(
+    Mistake("floor-division-in-backward",
+            "// is floor division: it rounds down to whole numbers and has no gradient, so backward() cannot run "
+            "through it. Divide tensors with / (// is for integer sizes, such as d_model // n_heads)"),
+    message=r"derivative for aten::floor_divide is not implemented", fallback=True)
+# For the `ERROR_PATTERNS` of the katas that index dimensions of tensors of several ranks (9.8-9.10).
+DIM_OUT_OF_RANGE = ErrorPattern(
+    Mistake("dimension-out-of-range",
+            "your line names a dimension the tensor does not have: a tensor of n dimensions has dims 0 to n - 1, or "
+            "-n to -1 counted from the end. Count from the end (-1 the last, -2 the one before) so that a batch "
+            "dimension in front, or none, does not shift the one you mean"),
+    message=r"Dimension out of range \(expected to be in range of \[-\d+, \d+\], but got -?\d+\)", code=r"\S",
+    fallback=True)
 # torch's words for a tensor of another device met by a meta tensor (and, on a GPU, by a CUDA one).
 _DEVICE_MISMATCH = re.compile(r"is not on the expected device|Expected all tensors to be on the same device")
 

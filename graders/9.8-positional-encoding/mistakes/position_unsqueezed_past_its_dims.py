@@ -1,0 +1,13 @@
+"""Planted mistake: the positions made a column with unsqueeze(2), a dimension a 1-d tensor does not have."""
+# expect: dimension-out-of-range
+
+
+def sinusoidal_positional_encoding(max_len, d_model):
+    if d_model % 2 != 0:
+        raise ValueError(f"d_model must be even, got {d_model}")
+    position = torch.arange(max_len, dtype=torch.float64).unsqueeze(2)
+    angle = position * 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)
+    return pe.to(torch.get_default_dtype())
