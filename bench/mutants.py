@@ -8,8 +8,9 @@ grades a planted mistake: the whole file as the student's, through `run_kata` on
 zygotes, `--jobs` at a time, the checks that name no mistake skipped once one has failed.
 
 A mutant is *caught* when it does not get full marks; *named* when a check gives it a diagnosis of a
-classic mistake (*by an operator*, a column of its own inside *named*, when its only ones are the toolkit's
-patterns of a Python operator torch refuses: `^` on floats, `if tensor:`, `1 - mask`), *localised* when its
+classic mistake (*in general terms*, a column of its own inside *named*, when its only ones come from the
+toolkit's fallback error patterns: a Python operator torch refuses, `^` on floats, `if tensor:`, `1 - mask`, a `//`
+in the gradient, a dimension the tensor lacks), *localised* when its
 only diagnoses find the part at fault (ids `fault-in-...`);
 *raised* when it gets no diagnosis but the failure is an exception in the student's code (whose
 traceback shows the line), which the targets do not count. Of those, *raised at the mutation* are the
@@ -63,12 +64,13 @@ from kata.runner import (
     KataResult,
     run_kata,
 )
-from kata.toolkit.common import MASK_ARITHMETIC, OPERATOR_ERRORS
+from kata.toolkit.common import DIM_OUT_OF_RANGE, FLOOR_DIVISION_IN_BACKWARD, MASK_ARITHMETIC, OPERATOR_ERRORS
 
 REPO = Path(__file__).resolve().parents[1]
 EQUIVALENT = REPO / "bench" / "mutants" / "equivalent.toml"
 LOCALISED = "fault-in-"
-BY_OPERATOR = frozenset(p.mistake.id for p in (*OPERATOR_ERRORS, MASK_ARITHMETIC))
+GENERAL = frozenset(p.mistake.id for p in (*OPERATOR_ERRORS, MASK_ARITHMETIC, FLOOR_DIVISION_IN_BACKWARD,
+                                            DIM_OUT_OF_RANGE))
 TARGET_CAUGHT = 0.98
 TARGET_NAMED = 0.80
 RAISED = (EXCEPTION, IMPORT_ERROR, SYNTAX_ERROR, CRASH, TIMEOUT, MEMORY)  # outcomes of a file that raised or hung
@@ -133,9 +135,9 @@ class Mutant:
         return self.caught and any(not d.startswith(LOCALISED) for d in self.diagnoses)
 
     @property
-    def named_by_operator(self) -> bool:
-        """Named only as a Python operator that torch refuses (the toolkit's `OPERATOR_ERRORS`, `MASK_ARITHMETIC`)."""
-        return self.named and {d for d in self.diagnoses if not d.startswith(LOCALISED)} <= BY_OPERATOR
+    def named_in_general_terms(self) -> bool:
+        """Named only by the toolkit's fallback error patterns (`GENERAL`), which read an error in any kata."""
+        return self.named and {d for d in self.diagnoses if not d.startswith(LOCALISED)} <= GENERAL
 
     @property
     def localised(self) -> bool:
@@ -155,8 +157,9 @@ class Mutant:
     def to_dict(self) -> dict:
         data = asdict(self)
         del data["code"]
-        return data | {"caught": self.caught, "named": self.named, "named_by_operator": self.named_by_operator,
-                       "localised": self.localised, "raised": self.raised,
+        return data | {"caught": self.caught, "named": self.named,
+                       "named_in_general_terms": self.named_in_general_terms, "localised": self.localised,
+                       "raised": self.raised,
                        "raised_at_mutation": self.raised_at_mutation,
                        "told_not_implemented": self.told_not_implemented}
 
@@ -328,7 +331,7 @@ def summarise(mutants: list[Mutant]) -> dict:
     live = [m for m in mutants if not m.equivalent]
     caught = [m for m in live if m.caught]
     row = {"mutants": len(mutants), "equivalent": len(mutants) - len(live), "caught": len(caught),
-           "named": sum(m.named for m in live), "named_by_operator": sum(m.named_by_operator for m in live),
+           "named": sum(m.named for m in live), "named_in_general_terms": sum(m.named_in_general_terms for m in live),
            "localised": sum(m.localised for m in live),
            "raised": sum(m.raised_only for m in live),
            "raised_at_mutation": sum(m.raised_at_mutation for m in live),
@@ -411,15 +414,15 @@ def main(argv: list[str] | None = None) -> int:
                           "stale_equivalent": [list(k) for k in stale],
                           "equivalent_but_caught": [m.to_dict() for m in wrong]}, indent=2))
         return 0 if ok else 1
-    print(f"{'kata':<6}{'mutants':>8}{'equiv':>7}{'caught':>8}{'named':>7}{'by op':>7}{'local':>7}{'raised':>8}"
+    print(f"{'kata':<6}{'mutants':>8}{'equiv':>7}{'caught':>8}{'named':>7}{'general':>8}{'local':>7}{'raised':>8}"
           f"{'at mut':>8}{'stub?':>7}{'caught %':>10}{'named|loc %':>13}{'+at mut %':>11}")
     for kata, row in [*report.items(), ("all", everything)]:
         print(f"{kata:<6}{row['mutants']:>8}{row['equivalent']:>7}{row['caught']:>8}{row['named']:>7}"
-              f"{row['named_by_operator']:>7}{row['localised']:>7}{row['raised']:>8}{row['raised_at_mutation']:>8}{row['told_not_implemented']:>7}"
+              f"{row['named_in_general_terms']:>8}{row['localised']:>7}{row['raised']:>8}{row['raised_at_mutation']:>8}{row['told_not_implemented']:>7}"
               f"{row['caught_share']:>10.1%}{row['named_or_localised_share']:>13.1%}"
               f"{row['or_raised_at_mutation_share']:>11.1%}")
-    print("by op: of the named, those named only as a Python operator torch refuses (bit-operator-on-floats, "
-          "tensor-as-truth-value, arithmetic-on-bool-mask)")
+    print(f"general: of the named, those named only by the toolkit's fallback error patterns "
+          f"({', '.join(sorted(GENERAL))})")
     print("raised: no diagnosis, but an exception in the student's code (its traceback shows the line); at mut: of "
           "those, the ones whose every exception surfaced in the mutated statement itself (outside the target); "
           "stub?: told 'not implemented yet' (torch's NotImplementedError taken for the stub's), a wrong message")

@@ -56,32 +56,40 @@ def test_a_mutants_statement_is_its_lines_and_a_blocks_is_its_header(bench):
     assert [m.statement for m in mutants] == [[6]]
 
 
-@pytest.mark.slow(seconds=10)  # four grading runs and a zygote
+@pytest.mark.slow(seconds=12)  # five grading runs and a zygote
 def test_the_graders_catch_a_broken_softmax_and_the_table_names_an_equivalent_mutant(bench):
     softmax, _ = mutants_of(bench, "9.1")
+    layer_norm, _ = mutants_of(bench, "9.2")
     attention, _ = mutants_of(bench, "9.4")
     broken = softmax["ReplaceBinaryOperator_Sub_Add", "e = torch.exp(x - m)", "e = torch.exp(x + m)"]
     not_normalised = softmax["ReplaceBinaryOperator_Div_Mul", "return e / e.sum(dim=dim, keepdim=True)",
                              "return e * e.sum(dim=dim, keepdim=True)"]
     shifted_bits = softmax["ReplaceBinaryOperator_Sub_RShift", "e = torch.exp(x - m)", "e = torch.exp(x >> m)"]
+    boolean_dim = layer_norm["ReplaceUnaryOperator_USub_Not", "mean = x.mean(dim=-1, keepdim=True)",
+                             "mean = x.mean(dim=not 1, keepdim=True)"]
     same = attention["ReplaceComparisonOperator_Gt_GtE", "if self.training and self.dropout.p > 0:",
                      "if self.training and self.dropout.p >= 0:"]
     table = bench.load_equivalent()
     assert same.key in table and broken.key not in table and not_normalised.key not in table
     same.equivalent = table[same.key]
-    graded = bench.grade(load_course(REPO), {"9.1": [broken, not_normalised, shifted_bits], "9.4": [same]}, jobs=1)
+    graded = bench.grade(load_course(REPO), {"9.1": [broken, not_normalised, shifted_bits], "9.2": [boolean_dim],
+                                             "9.4": [same]}, jobs=1)
 
     assert broken.caught and broken.named and "no-max-subtraction" in broken.diagnoses
     # e·sum(e) is the softmax times sum(e)² along dim: the exponentials are right, the division is not.
     assert not_normalised.caught and not not_normalised.raised
     assert not_normalised.localised and not_normalised.diagnoses == ["fault-in-normalisation"]
-    # `>>` on floats raises in the mutated statement itself: the traceback shows the student that line.
-    assert shifted_bits.caught and shifted_bits.raised and not shifted_bits.named and not shifted_bits.localised
-    assert shifted_bits.raised_at == shifted_bits.statement == [shifted_bits.line]
-    assert shifted_bits.raised_at_mutation and not broken.raised_at_mutation
+    # `>>` on floats raises, and torch's words are read in general terms: named, though by no pattern of 9.1's own.
+    assert shifted_bits.caught and shifted_bits.raised and shifted_bits.diagnoses == ["bit-operator-on-floats"]
+    assert shifted_bits.named and shifted_bits.named_in_general_terms and not broken.named_in_general_terms
+    # mean(dim=False) raises in the mutated statement itself, with no diagnosis: the traceback shows that line.
+    assert boolean_dim.caught and boolean_dim.raised and not boolean_dim.named and not boolean_dim.localised
+    assert boolean_dim.raised_at == boolean_dim.statement == [boolean_dim.line]
+    assert boolean_dim.raised_at_mutation and not broken.raised_at_mutation and not shifted_bits.raised_at_mutation
     assert not same.caught, "a mutant listed as equivalent lost points: the table is wrong"
     summary = bench.summarise([m for ms in graded.values() for m in ms])
-    assert (summary["mutants"], summary["equivalent"], summary["caught"]) == (4, 1, 3)
-    assert (summary["named"], summary["localised"], summary["raised"], summary["raised_at_mutation"]) == (1, 1, 1, 1)
-    assert summary["named_or_localised_share"] == 2 / 3 and summary["or_raised_at_mutation_share"] == 1.0
+    assert (summary["mutants"], summary["equivalent"], summary["caught"]) == (5, 1, 4)
+    assert (summary["named"], summary["named_in_general_terms"], summary["localised"]) == (2, 1, 1)
+    assert (summary["raised"], summary["raised_at_mutation"]) == (1, 1)
+    assert summary["named_or_localised_share"] == 3 / 4 and summary["or_raised_at_mutation_share"] == 1.0
     assert summary["caught_share"] == 1.0 and summary["survivors"] == []
