@@ -1032,9 +1032,9 @@ def test_sublayers_get_the_dropout(student, device):
     block = build_block(student, 8, 2, 16, norm_first=False, device=device, dtype=torch.float64, dropout=p)
     x = torch.randn(2, 6, 8, device=device, dtype=torch.float64)
     memory = torch.randn(2, 5, 8, device=device, dtype=torch.float64)
-    check_sublayers_get_the_dropout(block, {"self_attn": lambda m: m(x, x, x), "cross_attn": lambda m: m(
-        x, memory, memory), "ffn": lambda m: m(x)}, f"DecoderBlock(8, 2, 16, dropout={p})",
-        context=f"x {describe(x)} (and memory {describe(memory)} for cross_attn)")
+    calls = {"self_attn": lambda m: m(x, x, x), "cross_attn": lambda m: m(x, memory, memory), "ffn": lambda m: m(x)}
+    check_sublayers_get_the_dropout(block, calls, f"DecoderBlock(8, 2, 16, dropout={p})",
+                                    context=f"x {describe(x)} (and memory {describe(memory)} for cross_attn)")
 
 
 def test_dropout_on_sublayer_outputs(student, device):

@@ -59,6 +59,7 @@ GRAPH_CUT = ErrorPattern(
             "backward() found no graph behind your output: it was computed outside autograd (NumPy, Python numbers, "
             "torch.no_grad(), .detach() or .data). Compute it with torch operations on the input tensors themselves"),
     message=r"does not require grad and does not have a grad_fn")
+_A_LINE_OF_THE_STUDENTS = r"\S"  # an error pattern's `code`: the error surfaced in the student's file, not in a grader
 # For every kata's `ERROR_PATTERNS`: Python operators that torch refuses on the tensors they met, named in general terms
 # (fallbacks: a kata's own pattern for the same error, which knows that kata's cause, wins).
 BIT_OPERATOR_ON_FLOATS = ErrorPattern(
@@ -76,7 +77,8 @@ TENSOR_AS_TRUTH_VALUE = ErrorPattern(
             "a tensor of several values stood where Python needs one True or False (not, and, or, if, while, "
             "assert), and torch cannot tell which you mean. Elementwise, write ~, & and | on bool tensors (or "
             "torch.where); over a whole tensor, ask .all() or .any()"),
-    message=r"Boolean value of Tensor with more than one value is ambiguous", code=r"\S", fallback=True)
+    message=r"Boolean value of Tensor with more than one value is ambiguous", code=_A_LINE_OF_THE_STUDENTS,
+    fallback=True)
 OPERATOR_ERRORS = (BIT_OPERATOR_ON_FLOATS, TENSOR_AS_TRUTH_VALUE)
 # For the `ERROR_PATTERNS` of the katas with masks: arithmetic that torch refuses on a bool mask.
 MASK_ARITHMETIC = ErrorPattern(
@@ -86,7 +88,7 @@ MASK_ARITHMETIC = ErrorPattern(
             "and join them with |, and keep masks bool"),
     message=r"(Subtraction|Negation), the `-` operator, (with|on) (two bool tensors|a bool tensor)"
             r"|The `\+` operator, on a bool tensor|\"(div_floor|remainder|pow)\w*\" not implemented for 'Bool'",
-    code=r"\S", fallback=True)
+    code=_A_LINE_OF_THE_STUDENTS, fallback=True)
 # For the `ERROR_PATTERNS` of the katas whose checks take gradients through tensors the student divides.
 FLOOR_DIVISION_IN_BACKWARD = ErrorPattern(
     Mistake("floor-division-in-backward",
@@ -99,8 +101,8 @@ DIM_OUT_OF_RANGE = ErrorPattern(
             "your line names a dimension the tensor does not have: a tensor of n dimensions has dims 0 to n - 1, or "
             "-n to -1 counted from the end. Count from the end (-1 the last, -2 the one before) so that a batch "
             "dimension in front, or none, does not shift the one you mean"),
-    message=r"Dimension out of range \(expected to be in range of \[-\d+, \d+\], but got -?\d+\)", code=r"\S",
-    fallback=True)
+    message=r"Dimension out of range \(expected to be in range of \[-\d+, \d+\], but got -?\d+\)",
+    code=_A_LINE_OF_THE_STUDENTS, fallback=True)
 # torch's words for a tensor of another device met by a meta tensor (and, on a GPU, by a CUDA one).
 _DEVICE_MISMATCH = re.compile(r"is not on the expected device|Expected all tensors to be on the same device")
 
